@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+// Benchmark plumbing shared by the per-type translation units: buffers, the copy ceiling,
+// CUDA-event timing with medians, and the summary table.
+#pragma once
+
+#include <rowsoftmax/rowsoftmax.cuh>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace rowsoftmax::bench {
+
+inline void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "CUDA error in %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+/// rows * cols for the bandwidth sweep.
+inline constexpr std::int64_t sweep_elems = std::int64_t{1} << 27;
+
+void fill_random(float* p, std::size_t n, std::uint32_t seed);
+void fill_random(__half* p, std::size_t n, std::uint32_t seed);
+void fill_random(__nv_bfloat16* p, std::size_t n, std::uint32_t seed);
+
+/// Three device buffers of sweep_elems fp32 elements each, holding uniform random values of
+/// the type last asked for (never zeros: zeros can run faster than real data).
+struct pool {
+  void* buf[3] = {nullptr, nullptr, nullptr};
+  std::size_t filled_as = 0;  // sizeof the type the buffers hold (0: none yet)
+  static constexpr std::size_t bytes = sweep_elems * sizeof(float);
+  static pool& get();
+
+  template <class T>
+  T* as(int i) {
+    if (filled_as != sizeof(T) * 16 + (std::is_same_v<T, __half> ? 1 : 0)) {
+      for (int k = 0; k < 3; ++k) fill_random(static_cast<T*>(buf[k]), bytes / sizeof(T), 1234u + k);
+      check(cudaDeviceSynchronize(), "pool fill");
+      filled_as = sizeof(T) * 16 + (std::is_same_v<T, __half> ? 1 : 0);
+    }
+    return static_cast<T*>(buf[i]);
+  }
+};
+
+/// Device-to-device copy bandwidth (bytes read + written per second), median of 30 copies of
+/// `pool::bytes`, measured once per process before the softmax benchmarks.
+double copy_bandwidth();
+
+struct result {
+  std::string direction, dtype, plan;
+  std::int64_t rows = 0, cols = 0;
+  double us = 0, tbps = 0;
+};
+std::map<std::string, result>& results();
+
+/// Median of per-launch times (CUDA events) in microseconds; runs `launch` once per iteration.
+template <class F>
+double time_launches(benchmark::State& state, F&& launch) {
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "event");
+  check(cudaEventCreate(&stop), "event");
+  for (int i = 0; i < 3; ++i) check(launch(), "warm-up launch");
+  check(cudaDeviceSynchronize(), "warm-up");
+  std::vector<float> ms;
+  for (auto _ : state) {
+    check(cudaEventRecord(start), "record");
+    check(launch(), "launch");
+    check(cudaEventRecord(stop), "record");
+    check(cudaEventSynchronize(stop), "sync");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, start, stop), "elapsed");
+    state.SetIterationTime(t * 1e-3);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return ms.empty() ? 0.0 : 1e3 * ms[ms.size() / 2];
+}
+
+template <class T>
+const char* dtype_name();
+template <>
+inline const char* dtype_name<float>() { return "fp32"; }
+template <>
+inline const char* dtype_name<__half>() { return "fp16"; }
+template <>
+inline const char* dtype_name<__nv_bfloat16>() { return "bf16"; }
+
+/// One benchmark: forward (2 tensors moved) or backward (3) of rows x cols.
+template <class T>
+void softmax_benchmark(benchmark::State& state, std::string const& name, direction dir,
+                       std::int64_t rows, std::int64_t cols) {
+  pool& p = pool::get();
+  T* a = p.as<T>(0);
+  T* b = p.as<T>(1);
+  T* c = p.as<T>(2);
+  plan pl;
+  if (dir == direction::forward) {
+    check(softmax_forward_plan<T>(a, cols, b, cols, rows, cols, &pl), "plan");
+  } else {
+    check(softmax_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, &pl), "plan");
+  }
+  const double us = time_launches(state, [&] {
+    return dir == direction::forward ? softmax_forward<T>(a, b, rows, cols)
+                                     : softmax_backward<T>(a, b, c, rows, cols);
+  });
+  const double bytes =
+      static_cast<double>(dir == direction::forward ? 2 : 3) * rows * cols * sizeof(T);
+  const double tbps = us > 0 ? bytes / (us * 1e-6) / 1e12 : 0;
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+  state.SetLabel(to_string(pl));
+  state.counters["median_us"] = us;
+  state.counters["TBps"] = tbps;
+  state.counters["pct_copy"] = 100.0 * tbps / copy_bandwidth();
+  result& r = results()[name];
+  r = {dir == direction::forward ? "forward" : "backward", dtype_name<T>(), to_string(pl), rows, cols,
+       us, tbps};
+}
+
+/// Registers the sweeps for one element type (defined in bench_<type>.cu).
+void register_float();
+void register_half();
+void register_bf16();
+
+template <class T>
+void register_type() {
+  const std::int64_t sweep[] = {256,   512,   1000,  1024,  2048,   4096,   4097,   8192,
+                                16384, 32000, 32768, 50257, 65536,  128256, 131072, 151936,
+                                262144};
+  for (direction dir : {direction::forward, direction::backward}) {
+    const char* d = dir == direction::forward ? "forward" : "backward";
+    for (std::int64_t cols : sweep) {
+      const std::int64_t rows = std::max<std::int64_t>(1, sweep_elems / cols);
+      const std::string name = std::string(d) + "/" + dtype_name<T>() + "/cols:" + std::to_string(cols);
+      benchmark::RegisterBenchmark(
+          name.c_str(), [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols); })
+          ->UseManualTime()
+          ->MinTime(0.1)
+          ->Unit(benchmark::kMicrosecond);
+    }
+    // Rows longer than a cluster holds: rows * cols = 2^27, at least 8 rows.
+    for (int lg = 20; lg <= 24; ++lg) {
+      const std::int64_t cols = std::int64_t{1} << lg;
+      const std::int64_t rows = std::max<std::int64_t>(8, sweep_elems / cols);
+      if (rows * cols * static_cast<std::int64_t>(sizeof(T)) > static_cast<std::int64_t>(pool::bytes)) continue;
+      const std::string name = std::string(d) + "/" + dtype_name<T>() + "/long/cols:" + std::to_string(cols);
+      benchmark::RegisterBenchmark(
+          name.c_str(), [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols); })
+          ->UseManualTime()
+          ->MinTime(0.1)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+}  // namespace rowsoftmax::bench

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// rowsoftmax benchmark: forward and backward over a cols sweep for fp32, fp16 and bf16, with
+// the device-to-device copy bandwidth measured in the same process as the ceiling.
+//
+//   rowsoftmax_bench [--benchmark_filter=REGEX] [--benchmark_out=FILE --benchmark_out_format=json]
+//
+// Prints Google Benchmark's table, then a summary: TB/s (bytes: forward 2*rows*cols*size,
+// backward 3*rows*cols*size, over the median time of one launch, CUDA events) and its
+// percentage of the copy bandwidth.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "bench_common.cuh"
+
+namespace rowsoftmax::bench {
+
+namespace {
+__global__ void fill_kernel(float* p, std::size_t n, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x) {
+    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    p[i] = (h >> 8) * (16.0f / 16777216.0f) - 8.0f;  // uniform in [-8, 8)
+  }
+}
+template <class T>
+__global__ void convert_kernel(float const* in, T* out, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    out[i] = detail::from_float<T>(in[i]);
+}
+}  // namespace
+
+void fill_random(float* p, std::size_t n, std::uint32_t seed) {
+  fill_kernel<<<1024, 256>>>(p, n, seed);
+  check(cudaGetLastError(), "fill");
+}
+template <class T>
+void fill_converted(T* p, std::size_t n, std::uint32_t seed) {
+  float* tmp = nullptr;
+  check(cudaMalloc(&tmp, n * sizeof(float)), "malloc");
+  fill_random(tmp, n, seed);
+  convert_kernel<<<1024, 256>>>(tmp, p, n);
+  check(cudaDeviceSynchronize(), "convert");
+  cudaFree(tmp);
+}
+void fill_random(__half* p, std::size_t n, std::uint32_t seed) { fill_converted(p, n, seed); }
+void fill_random(__nv_bfloat16* p, std::size_t n, std::uint32_t seed) { fill_converted(p, n, seed); }
+
+pool& pool::get() {
+  static pool p = [] {
+    pool q;
+    for (int i = 0; i < 3; ++i) check(cudaMalloc(&q.buf[i], bytes), "pool");
+    return q;
+  }();
+  return p;
+}
+
+double copy_bandwidth() {
+  static const double bw = [] {
+    pool& p = pool::get();
+    p.as<float>(0);  // copy real data
+    cudaEvent_t a, b;
+    check(cudaEventCreate(&a), "event");
+    check(cudaEventCreate(&b), "event");
+    std::vector<float> ms;
+    for (int i = 0; i < 33; ++i) {
+      check(cudaEventRecord(a), "record");
+      check(cudaMemcpyAsync(p.buf[1], p.buf[0], pool::bytes, cudaMemcpyDeviceToDevice), "copy");
+      check(cudaEventRecord(b), "record");
+      check(cudaEventSynchronize(b), "sync");
+      float t = 0;
+      check(cudaEventElapsedTime(&t, a, b), "elapsed");
+      if (i >= 3) ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    return 2.0 * pool::bytes / (ms[ms.size() / 2] * 1e-3) / 1e12;
+  }();
+  return bw;
+}
+
+std::map<std::string, result>& results() {
+  static std::map<std::string, result> r;
+  return r;
+}
+
+}  // namespace rowsoftmax::bench
+
+int main(int argc, char** argv) {
+  using namespace rowsoftmax::bench;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  int device = 0;
+  check(cudaGetDevice(&device), "device");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "properties");
+  const double copy = copy_bandwidth();
+  std::printf("device: %s (%d SMs), copy bandwidth (read+write): %.3f TB/s\n", prop.name,
+              prop.multiProcessorCount, copy);
+  register_float();
+  register_half();
+  register_bf16();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+
+  std::printf("\nsummary (copy %.3f TB/s, %s)\n", copy, prop.name);
+  std::printf("%-9s %-5s %9s %8s %10s %7s %7s  %s\n", "direction", "dtype", "cols", "rows", "us",
+              "TB/s", "%copy", "plan");
+  std::vector<result> rows;
+  for (auto const& kv : results()) rows.push_back(kv.second);
+  std::stable_sort(rows.begin(), rows.end(), [](result const& a, result const& b) {
+    if (a.direction != b.direction) return a.direction > b.direction;  // forward first
+    if (a.dtype != b.dtype) return a.dtype < b.dtype;
+    if (a.cols != b.cols) return a.cols < b.cols;
+    return a.rows < b.rows;
+  });
+  for (auto const& r : rows)
+    std::printf("%-9s %-5s %9lld %8lld %10.2f %7.3f %6.1f%%  %s\n", r.direction.c_str(),
+                r.dtype.c_str(), static_cast<long long>(r.cols), static_cast<long long>(r.rows),
+                r.us, r.tbps, 100.0 * r.tbps / copy, r.plan.c_str());
+  return 0;
+}

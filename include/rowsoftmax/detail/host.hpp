@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host-side helpers of the launchers that need no kernel: argument validation, the vector
+// layout shared by a call's tensors, and the per-device limits cache.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <thread>
+
+#include "../plan.hpp"
+
+/// Returns the error of a cudaError_t expression from the enclosing function, if any.
+#define ROWSOFTMAX_TRY(...)                                        \
+  do {                                                             \
+    const cudaError_t rowsoftmax_err_ = (__VA_ARGS__);             \
+    if (rowsoftmax_err_ != cudaSuccess) return rowsoftmax_err_;    \
+  } while (0)
+
+namespace rowsoftmax::detail {
+
+/// A tensor argument: its base pointer and row stride in elements.
+struct tensor_arg {
+  void const* ptr;
+  std::int64_t stride;
+  bool output;
+};
+
+/// Checks a call's arguments; never touches the device. `*nothing_to_do` is set when rows == 0.
+/// Rules: rows, cols >= 0; rows == 0 is a no-op; otherwise cols >= 1, every pointer non-null and
+/// aligned to its element, every stride >= cols, the last element's byte offset representable
+/// in int64, and an output that is the same pointer as an input has the same stride (in-place).
+template <std::size_t N>
+inline cudaError_t validate(tensor_arg const (&t)[N], std::size_t elem_size, std::int64_t rows,
+                            std::int64_t cols, bool* nothing_to_do) noexcept {
+  *nothing_to_do = false;
+  if (rows < 0 || cols < 0) return cudaErrorInvalidValue;
+  if (rows == 0) {
+    *nothing_to_do = true;
+    return cudaSuccess;
+  }
+  if (cols == 0) return cudaErrorInvalidValue;
+  const std::int64_t max_elems = std::numeric_limits<std::int64_t>::max() /
+                                 static_cast<std::int64_t>(elem_size);
+  for (std::size_t i = 0; i < N; ++i) {
+    if (t[i].ptr == nullptr) return cudaErrorInvalidValue;
+    if (reinterpret_cast<std::uintptr_t>(t[i].ptr) % elem_size != 0) return cudaErrorInvalidValue;
+    if (t[i].stride < cols) return cudaErrorInvalidValue;
+    // (rows - 1) * stride + cols <= max_elems, without overflowing.
+    if ((rows - 1) > (max_elems - cols) / t[i].stride) return cudaErrorInvalidValue;
+  }
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = 0; j < N; ++j)
+      if (i != j && t[i].output && t[i].ptr == t[j].ptr && t[i].stride != t[j].stride)
+        return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+
+/// The widest vector access every tensor allows. 16-byte vectors when all rows start on a
+/// 16-byte boundary, or when every tensor's rows are misaligned by the same amount (the kernel
+/// then peels the same head from each); element access otherwise.
+template <std::size_t N>
+inline row_layout layout_of(tensor_arg const (&t)[N], std::size_t elem_size,
+                            std::int64_t rows) noexcept {
+  const int vec = static_cast<int>(16 / elem_size);
+  const auto head = [&](void const* p) {
+    return static_cast<int>(reinterpret_cast<std::uintptr_t>(p) % 16 / elem_size);
+  };
+  // With one row the stride never moves the start.
+  const auto stride_mod = [&](std::int64_t s) { return rows == 1 ? 0 : static_cast<int>(s % vec); };
+  const int h0 = head(t[0].ptr);
+  const int s0 = stride_mod(t[0].stride);
+  for (std::size_t i = 1; i < N; ++i)
+    if (head(t[i].ptr) != h0 || stride_mod(t[i].stride) != s0) return {1, false};
+  return {vec, h0 != 0 || s0 != 0};
+}
+
+/// Fills `limits` for `device`, querying the runtime once per device per process.
+inline cudaError_t cached_device_limits(int device, device_limits* limits) noexcept {
+  constexpr int max_cached = 64;
+  static std::atomic<int> state[max_cached];  // 0 unknown, 1 being filled, 2 ready
+  static device_limits cache[max_cached];
+  auto query = [](int dev, device_limits* out) -> cudaError_t {
+    int sms = 0, major = 0, minor = 0, clusters = 0;
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev));
+    out->sm_count = sms;
+    out->compute_capability = major * 10 + minor;
+    out->max_cluster_size = clusters != 0 && major >= 9 ? 16 : 1;
+    return cudaSuccess;
+  };
+  if (device < 0 || device >= max_cached) return query(device, limits);
+  for (;;) {
+    int s = state[device].load(std::memory_order_acquire);
+    if (s == 2) {
+      *limits = cache[device];
+      return cudaSuccess;
+    }
+    if (s == 0 && state[device].compare_exchange_strong(s, 1, std::memory_order_acquire)) {
+      const cudaError_t err = query(device, &cache[device]);
+      state[device].store(err == cudaSuccess ? 2 : 0, std::memory_order_release);
+      if (err != cudaSuccess) return err;
+      *limits = cache[device];
+      return cudaSuccess;
+    }
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace rowsoftmax::detail

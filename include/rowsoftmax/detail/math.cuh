@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// Numerics shared by every tier and both directions: the online (max, sum) partial and its
+// combine, the plain-sum partial, exp2, and element conversions. Host and device, so the
+// algebra is unit-tested on the CPU.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <nv/target>
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+namespace rowsoftmax::detail {
+
+inline constexpr float log2e = 1.4426950408889634f;
+inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+
+/// 2^x. On the device one `ex2.approx.ftz` (rel. error ~2^-22); -inf gives +0, NaN gives NaN.
+__host__ __device__ inline float exp2_fast(float x) {
+  NV_IF_ELSE_TARGET(NV_IS_DEVICE,
+                    (float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;),
+                    (return std::exp2(x);))
+}
+
+// Round-to-nearest product and sum that the compiler may not contract into an FMA: keeps
+// `combine(a, b)` and `combine(b, a)` bitwise equal, so every lane of a butterfly reduction,
+// and every CTA of a cluster, ends with the same totals.
+__host__ __device__ inline float mul_rn(float a, float b) {
+  NV_IF_ELSE_TARGET(NV_IS_DEVICE, (return __fmul_rn(a, b);), (return a * b;))
+}
+__host__ __device__ inline float add_rn(float a, float b) {
+  NV_IF_ELSE_TARGET(NV_IS_DEVICE, (return __fadd_rn(a, b);), (return a + b;))
+}
+
+/// A partial reduction over part of a row, 8 bytes so that it travels in one shuffle pair or
+/// one `st.async`. Forward: `m` is the running max, `s` the sum of exp(x - m). Backward: `s` is
+/// the partial of sum(dy * y) and `m` is unused (0).
+struct partial {
+  float m;
+  float s;
+};
+
+/// max(x) with the reference's NaN rule left to the sum: fmaxf ignores NaN, the NaN then
+/// reaches `s` through exp2(NaN) and poisons the whole row, as torch.softmax does.
+/// The shift used for exp2 is 0 when m is -inf, so a part holding only -inf (or nothing)
+/// contributes exactly (−inf, 0) and never exp(-inf - -inf) = NaN.
+__host__ __device__ inline float safe_shift(float m) { return m == neg_inf ? 0.0f : m; }
+
+/// Online softmax: (m, s) pairs, combined as M = max(m1, m2), s = s1 e^(m1-M) + s2 e^(m2-M).
+struct online_reduce {
+  __host__ __device__ static partial identity() { return {neg_inf, 0.0f}; }
+  __host__ __device__ static partial combine(partial a, partial b) {
+    const float m = fmaxf(a.m, b.m);
+    const float shift = safe_shift(m);
+    return {m, add_rn(mul_rn(a.s, exp2_fast(mul_rn(a.m - shift, log2e))),
+                      mul_rn(b.s, exp2_fast(mul_rn(b.m - shift, log2e))))};
+  }
+};
+
+/// Plain sum in `s` (backward's sum(dy * y)).
+struct sum_reduce {
+  __host__ __device__ static partial identity() { return {0.0f, 0.0f}; }
+  __host__ __device__ static partial combine(partial a, partial b) { return {0.0f, add_rn(a.s, b.s)}; }
+};
+
+template <class T>
+__host__ __device__ inline float to_float(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else if constexpr (std::is_same_v<T, __half>) {
+    return __half2float(v);
+  } else {
+    return __bfloat162float(v);
+  }
+}
+
+template <class T>
+__host__ __device__ inline T from_float(float v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(v);
+  } else {
+    return __float2bfloat16_rn(v);
+  }
+}
+
+/// Converts pairs of floats with one packed instruction where the type has one.
+template <class T, int N>
+__device__ inline void from_float_array(float const (&in)[N], T (&out)[N]) {
+  if constexpr (N % 2 == 0 && std::is_same_v<T, __half>) {
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+      const __half2 h = __floats2half2_rn(in[i], in[i + 1]);
+      out[i] = __low2half(h);
+      out[i + 1] = __high2half(h);
+    }
+  } else if constexpr (N % 2 == 0 && std::is_same_v<T, __nv_bfloat16>) {
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+      const __nv_bfloat162 h = __floats2bfloat162_rn(in[i], in[i + 1]);
+      out[i] = __low2bfloat16(h);
+      out[i + 1] = __high2bfloat16(h);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = from_float<T>(in[i]);
+  }
+}
+
+}  // namespace rowsoftmax::detail

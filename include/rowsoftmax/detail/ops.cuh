@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a row op does with its elements, apart from where they live: load (with the value that
+// fills out-of-range elements), fold into a thread partial, and store given the row's total.
+// The kernels (kernels.cuh) are written once against this interface, so an op works in every
+// tier. Element-wise prologues (scale, masks) belong in `load`, epilogues (log-softmax, another
+// output type) in `store`.
+#pragma once
+
+#include <cstdint>
+
+#include "math.cuh"
+#include "row_io.cuh"
+
+namespace rowsoftmax::detail {
+
+/// y = softmax(x) along each row. Thread partial: (max, sum of exp(x - max)) over its slots;
+/// the slots keep exp(x - thread max), so each element takes one exp2.
+template <class T>
+struct forward_op {
+  using value_type = T;
+  using reduce = online_reduce;
+
+  struct args {
+    T const* x;
+    std::int64_t x_stride;
+    T* y;
+    std::int64_t y_stride;
+    std::int64_t rows;
+    std::int64_t cols;
+  };
+
+  template <int V, int N>
+  struct fragment {
+    float v[N][V];
+    float m;  // max over this thread's slots (-inf if none is valid)
+  };
+
+  template <int V>
+  __device__ static row_window window(args const& a, std::int64_t row, std::int64_t first) {
+    const bool active = row < a.rows;
+    const std::int64_t r = active ? row : 0;
+    return {r, active ? a.cols : 0, first, head_of<V>(a.x + r * a.x_stride)};
+  }
+
+  template <int Stride, int V, int N>
+  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f) {
+    vec_t<T, V> raw[N];
+    load_windows<Stride>(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), raw);
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+#pragma unroll
+      for (int l = 0; l < V; ++l) f.v[k][l] = to_float(raw[k].v[l]);
+  }
+
+  template <int V, int N>
+  __device__ static partial fold(fragment<V, N>& f) {
+    float m = neg_inf;
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+#pragma unroll
+      for (int l = 0; l < V; ++l) m = fmaxf(m, f.v[k][l]);
+    const float shift = safe_shift(m);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+#pragma unroll
+      for (int l = 0; l < V; ++l) {
+        f.v[k][l] = exp2_fast((f.v[k][l] - shift) * log2e);
+        s += f.v[k][l];
+      }
+    f.m = m;
+    return {m, s};
+  }
+
+  /// y = exp(x - m_thread) * exp(m_thread - M) / S. A thread whose slots were all -inf has
+  /// m_thread = -inf and writes zeros, unless the whole row is -inf (M = -inf, S = 0), which
+  /// gives NaN as torch.softmax does.
+  template <int Stride, int V, int N>
+  __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
+                               partial total) {
+    const float scale = exp2_fast((f.m - safe_shift(total.m)) * log2e) / total.s;
+    vec_t<T, V> out[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      float y[V];
+#pragma unroll
+      for (int l = 0; l < V; ++l) y[l] = f.v[k][l] * scale;
+      from_float_array(y, out[k].v);
+    }
+    store_windows<Stride>(a.y + w.row * a.y_stride, w, out);
+  }
+};
+
+/// dx = y * (dy - sum(dy * y)) along each row. Thread partial: its share of sum(dy * y).
+template <class T>
+struct backward_op {
+  using value_type = T;
+  using reduce = sum_reduce;
+
+  struct args {
+    T const* dy;
+    std::int64_t dy_stride;
+    T const* y;
+    std::int64_t y_stride;
+    T* dx;
+    std::int64_t dx_stride;
+    std::int64_t rows;
+    std::int64_t cols;
+  };
+
+  template <int V, int N>
+  struct fragment {
+    vec_t<T, V> dy[N];
+    vec_t<T, V> y[N];
+  };
+
+  template <int V>
+  __device__ static row_window window(args const& a, std::int64_t row, std::int64_t first) {
+    const bool active = row < a.rows;
+    const std::int64_t r = active ? row : 0;
+    return {r, active ? a.cols : 0, first, head_of<V>(a.dy + r * a.dy_stride)};
+  }
+
+  template <int Stride, int V, int N>
+  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f) {
+    const T zero = from_float<T>(0.0f);
+    load_windows<Stride>(a.dy + w.row * a.dy_stride, w, zero, f.dy);
+    load_windows<Stride>(a.y + w.row * a.y_stride, w, zero, f.y);
+  }
+
+  template <int V, int N>
+  __device__ static partial fold(fragment<V, N> const& f) {
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+#pragma unroll
+      for (int l = 0; l < V; ++l) s = fmaf(to_float(f.dy[k].v[l]), to_float(f.y[k].v[l]), s);
+    return {0.0f, s};
+  }
+
+  template <int Stride, int V, int N>
+  __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
+                               partial total) {
+    vec_t<T, V> out[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      float dx[V];
+#pragma unroll
+      for (int l = 0; l < V; ++l)
+        dx[l] = to_float(f.y[k].v[l]) * (to_float(f.dy[k].v[l]) - total.s);
+      from_float_array(dx, out[k].v);
+    }
+    store_windows<Stride>(a.dx + w.row * a.dx_stride, w, out);
+  }
+};
+
+}  // namespace rowsoftmax::detail

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+// Public launchers: row-wise softmax forward and backward.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "detail/dispatch.cuh"
+#include "detail/host.hpp"
+#include "detail/ops.cuh"
+#include "plan.hpp"
+
+namespace rowsoftmax {
+
+namespace detail {
+template <class T>
+inline constexpr bool supported_type_v = std::is_same_v<T, float> || std::is_same_v<T, __half> ||
+                                         std::is_same_v<T, __nv_bfloat16>;
+
+template <class Op, std::size_t N>
+cudaError_t plan_call(direction dir, tensor_arg const (&t)[N], std::int64_t rows,
+                      std::int64_t cols, plan* out) noexcept {
+  bool nothing = false;
+  ROWSOFTMAX_TRY(validate(t, sizeof(typename Op::value_type), rows, cols, &nothing));
+  if (nothing) {
+    *out = plan{};
+    return cudaSuccess;
+  }
+  int device = 0;
+  ROWSOFTMAX_TRY(cudaGetDevice(&device));
+  return choose_plan<Op>(dir, t, rows, cols, device, out);
+}
+
+template <class Op, std::size_t N>
+cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::args const& a,
+                        cudaStream_t stream) noexcept {
+  bool nothing = false;
+  ROWSOFTMAX_TRY(validate(t, sizeof(typename Op::value_type), a.rows, a.cols, &nothing));
+  if (nothing) return cudaSuccess;
+  int device = 0;
+  ROWSOFTMAX_TRY(cudaGetDevice(&device));
+  plan p;
+  ROWSOFTMAX_TRY(choose_plan<Op>(dir, t, a.rows, a.cols, device, &p));
+  return run<Op>(p, t, a, stream);
+}
+}  // namespace detail
+
+/// @brief Row-wise softmax, strided rows: `y[i, :] = softmax(x[i, :])` for i in [0, rows).
+///
+/// Row i of x starts at `x + i * x_row_stride` and holds `cols` elements; likewise for y.
+///
+/// @tparam T `float`, `__half` or `__nv_bfloat16`. Arithmetic is in float; the output is
+///         rounded once to T. Each output row sums to 1 within T's rounding.
+/// @param x             input, device memory, aligned to sizeof(T) (any element offset works;
+///                      16-byte vectors are used when x and y rows are equally aligned)
+/// @param x_row_stride  elements between row starts of x, >= cols
+/// @param y             output, device memory; `y == x` with equal strides is allowed
+///                      (in place); other overlaps are not
+/// @param y_row_stride  elements between row starts of y, >= cols
+/// @param rows          rows >= 0; 0 is a successful no-op
+/// @param cols          cols >= 1 (when rows > 0)
+/// @param stream        the stream the kernel is enqueued on
+/// @return cudaSuccess; cudaErrorInvalidValue for bad arguments (null pointer, misaligned
+///         pointer, negative size, cols == 0, stride < cols, offsets overflowing int64, in-place
+///         with unequal strides), in which case nothing is launched or written; or the error of
+///         the launch. Special values follow torch.softmax: a NaN or +inf in a row makes the
+///         whole row NaN; a row of only -inf is NaN; -inf elements of other rows give 0.
+///
+/// Asynchronous: never synchronizes, never allocates, safe to capture in a CUDA graph. The
+/// first call per device (and per cluster kernel) queries device attributes once.
+///
+/// @code
+/// rowsoftmax::softmax_forward(x, ld, y, ld, rows, cols, stream);
+/// @endcode
+template <class T>
+cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
+                            std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
+                            cudaStream_t stream = nullptr) noexcept {
+  static_assert(detail::supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
+  const typename detail::forward_op<T>::args a{x, x_row_stride, y, y_row_stride, rows, cols};
+  return detail::launch_call<detail::forward_op<T>>(direction::forward, t, a, stream);
+}
+
+/// @brief Row-wise softmax of contiguous rows (row stride == cols). See the strided overload.
+template <class T>
+cudaError_t softmax_forward(T const* x, T* y, std::int64_t rows, std::int64_t cols,
+                            cudaStream_t stream = nullptr) noexcept {
+  return softmax_forward(x, cols, y, cols, rows, cols, stream);
+}
+
+/// @brief Softmax backward, strided rows: `dx = y * (dy - sum(dy * y))` along each row.
+///
+/// @tparam T `float`, `__half` or `__nv_bfloat16`; the row dot product and the arithmetic are
+///         in float, dx is rounded once to T.
+/// @param dy, y  inputs (upstream gradient and the forward output), device memory, aligned to
+///               sizeof(T), with their row strides (>= cols)
+/// @param dx     output; `dx == dy` or `dx == y` with equal strides is allowed (in place)
+/// @param rows, cols, stream  as for softmax_forward
+/// @return as for softmax_forward. A NaN in dy or y makes the row's dx NaN.
+///
+/// Reads dy and y once and writes dx once; asynchronous, allocation-free, graph-capturable.
+template <class T>
+cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
+                             std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
+                             std::int64_t rows, std::int64_t cols,
+                             cudaStream_t stream = nullptr) noexcept {
+  static_assert(detail::supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  const detail::tensor_arg t[] = {
+      {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
+  const typename detail::backward_op<T>::args a{dy, dy_row_stride, y, y_row_stride,
+                                                dx, dx_row_stride, rows, cols};
+  return detail::launch_call<detail::backward_op<T>>(direction::backward, t, a, stream);
+}
+
+/// @brief Softmax backward of contiguous rows (row stride == cols). See the strided overload.
+template <class T>
+cudaError_t softmax_backward(T const* dy, T const* y, T* dx, std::int64_t rows, std::int64_t cols,
+                             cudaStream_t stream = nullptr) noexcept {
+  return softmax_backward(dy, cols, y, cols, dx, cols, rows, cols, stream);
+}
+
+/// @brief The plan `softmax_forward` would launch for these arguments on the current device.
+///
+/// Validates like the launcher (same errors) and fills `*out`; launches nothing. For rows == 0
+/// `*out` is a default plan. Queries the device (cached), so it needs a GPU; for a device you
+/// do not have, call `plan_for` with hand-made `device_limits`.
+template <class T>
+cudaError_t softmax_forward_plan(T const* x, std::int64_t x_row_stride, T const* y,
+                                 std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
+                                 plan* out) noexcept {
+  static_assert(detail::supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  if (out == nullptr) return cudaErrorInvalidValue;
+  const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
+  return detail::plan_call<detail::forward_op<T>>(direction::forward, t, rows, cols, out);
+}
+
+/// @brief The plan `softmax_backward` would launch for these arguments on the current device.
+/// See softmax_forward_plan.
+template <class T>
+cudaError_t softmax_backward_plan(T const* dy, std::int64_t dy_row_stride, T const* y,
+                                  std::int64_t y_row_stride, T const* dx,
+                                  std::int64_t dx_row_stride, std::int64_t rows,
+                                  std::int64_t cols, plan* out) noexcept {
+  static_assert(detail::supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  if (out == nullptr) return cudaErrorInvalidValue;
+  const detail::tensor_arg t[] = {
+      {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
+  return detail::plan_call<detail::backward_op<T>>(direction::backward, t, rows, cols, out);
+}
+
+/// @brief The limits the planner uses for `device` (SM count, compute capability, largest
+/// cluster size), queried once per device per process and cached, thread-safely.
+inline cudaError_t query_device_limits(int device, device_limits* out) noexcept {
+  if (out == nullptr) return cudaErrorInvalidValue;
+  return detail::cached_device_limits(device, out);
+}
+
+}  // namespace rowsoftmax

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: Apache-2.0
+// Runs one softmax call on the GPU and checks it against the float64 reference: inputs drawn
+// fresh from a seed, every byte of the output buffer poisoned with NaN first, every element of
+// every row compared, per-row sums checked, and every byte outside the rows (row padding and
+// guard zones) checked to be untouched.
+#pragma once
+
+#include <rowsoftmax/rowsoftmax.cuh>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "reference.hpp"
+
+namespace rowsoftmax::test {
+
+inline bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+#define ROWSOFTMAX_REQUIRE_GPU() \
+  if (!::rowsoftmax::test::have_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"
+
+inline ::testing::AssertionResult cuda_ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << what << ": " << cudaGetErrorName(e) << " ("
+                                       << cudaGetErrorString(e) << ")";
+}
+#define ROWSOFTMAX_CUDA_OK(expr) ASSERT_TRUE(::rowsoftmax::test::cuda_ok((expr), #expr))
+
+/// Runs f(begin, end) over [0, n) on all host cores.
+inline void parallel_rows(std::int64_t n, std::function<void(std::int64_t, std::int64_t)> const& f) {
+  const std::int64_t workers =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(std::thread::hardware_concurrency(), n / 4 + 1));
+  std::vector<std::thread> pool;
+  const std::int64_t chunk = (n + workers - 1) / workers;
+  for (std::int64_t b = 0; b < n; b += chunk) pool.emplace_back(f, b, std::min(n, b + chunk));
+  for (auto& t : pool) t.join();
+}
+
+template <class T>
+struct device_buffer {
+  T* ptr = nullptr;
+  std::size_t n = 0;
+  explicit device_buffer(std::size_t count) : n(count) {
+    if (cudaMalloc(&ptr, count * sizeof(T)) != cudaSuccess) ptr = nullptr;
+  }
+  ~device_buffer() {
+    if (ptr) cudaFree(ptr);
+  }
+  device_buffer(device_buffer const&) = delete;
+  device_buffer& operator=(device_buffer const&) = delete;
+  cudaError_t upload(std::vector<T> const& h) {
+    return cudaMemcpy(ptr, h.data(), n * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  cudaError_t download(std::vector<T>& h) const {
+    h.resize(n);
+    return cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost);
+  }
+};
+
+/// What goes into the rows.
+enum class fill {
+  random,   ///< uniform in [-8, 8]
+  special,  ///< rows cycle through NaN, +inf, all -inf, some -inf, huge, constant, random
+};
+
+/// One call's geometry. Strides of 0 mean "cols". Offsets are in elements from a 256-byte
+/// aligned allocation, so an offset of 1 misaligns every row start that the stride leaves put.
+struct shape {
+  std::int64_t rows = 1;
+  std::int64_t cols = 1;
+  std::int64_t in_stride = 0;
+  std::int64_t out_stride = 0;
+  std::int64_t in_offset = 0;
+  std::int64_t out_offset = 0;
+  bool in_place = false;  ///< output aliases the (first) input: same buffer, offset, stride
+
+  std::int64_t ins() const { return in_stride ? in_stride : cols; }
+  std::int64_t outs() const { return in_place ? ins() : (out_stride ? out_stride : cols); }
+  std::int64_t outo() const { return in_place ? in_offset : out_offset; }
+  std::string str() const {
+    std::ostringstream s;
+    s << rows << "x" << cols << " strides " << ins() << "/" << outs() << " offsets " << in_offset
+      << "/" << outo() << (in_place ? " in-place" : "");
+    return s.str();
+  }
+};
+
+constexpr std::int64_t guard = 64;  // elements of poison after each buffer's last row
+
+template <class T>
+std::size_t buffer_elems(std::int64_t offset, std::int64_t stride, shape const& s) {
+  return static_cast<std::size_t>(offset + (s.rows - 1) * stride + s.cols + guard);
+}
+
+template <class T>
+T poison() {
+  T v;
+  std::memset(static_cast<void*>(&v), 0xFF, sizeof(T));  // NaN in every dtype
+  return v;
+}
+
+template <class T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+/// Random data for a whole buffer (rows and padding alike).
+template <class T>
+void fill_random(std::vector<T>& v, rng& g, double lo, double hi) {
+  for (auto& e : v) e = dtype<T>::from_double(lo + (hi - lo) * g.uniform());
+}
+
+/// Overwrites row `r` of `buf` according to the special-value cycle.
+template <class T>
+void make_special_row(std::vector<T>& buf, std::int64_t base, std::int64_t cols, std::int64_t r,
+                      rng& g) {
+  const double inf = std::numeric_limits<double>::infinity();
+  auto at = [&](std::int64_t j) -> T& { return buf[static_cast<std::size_t>(base + j)]; };
+  switch (r % 8) {
+    case 0:  // a NaN somewhere
+      at(g.below(cols)) = dtype<T>::from_double(std::numeric_limits<double>::quiet_NaN());
+      break;
+    case 1:  // +inf somewhere
+      at(g.below(cols)) = dtype<T>::from_double(inf);
+      break;
+    case 2:  // fully masked
+      for (std::int64_t j = 0; j < cols; ++j) at(j) = dtype<T>::from_double(-inf);
+      break;
+    case 3:  // partly masked, at least one finite element left
+      for (std::int64_t j = 0; j < cols; ++j)
+        if (g.uniform() < 0.7) at(j) = dtype<T>::from_double(-inf);
+      at(g.below(cols)) = dtype<T>::from_double(1.0);
+      break;
+    case 4:  // huge magnitudes of both signs
+      for (std::int64_t j = 0; j < cols; ++j)
+        at(j) = dtype<T>::from_double(dtype<T>::huge * (g.uniform() * 2 - 1));
+      break;
+    case 5:  // constant
+      for (std::int64_t j = 0; j < cols; ++j) at(j) = dtype<T>::from_double(-3.25);
+      break;
+    case 6:  // the only finite value is the last one
+      for (std::int64_t j = 0; j < cols; ++j) at(j) = dtype<T>::from_double(-inf);
+      at(cols - 1) = dtype<T>::from_double(100.0);
+      break;
+    default:
+      break;  // random
+  }
+}
+
+/// Compares one output buffer with the reference rows and checks that nothing outside the rows
+/// changed (`untouched` holds the expected bytes there). Returns a failure message or "".
+template <class T>
+std::string compare(shape const& s, std::vector<T> const& out, std::vector<T> const& untouched,
+                    std::int64_t offset, std::int64_t stride,
+                    std::function<void(std::int64_t, std::vector<double>&, std::vector<double>&)> const& ref_row,
+                    bool softmax_rows) {
+  std::vector<std::string> errors(static_cast<std::size_t>(s.rows));
+  parallel_rows(s.rows, [&](std::int64_t r0, std::int64_t r1) {
+    std::vector<double> ref(static_cast<std::size_t>(s.cols)), scale(static_cast<std::size_t>(s.cols));
+    for (std::int64_t r = r0; r < r1; ++r) {
+      ref_row(r, ref, scale);
+      const std::int64_t base = offset + r * stride;
+      double err2 = 0, ref2 = 0, sum = 0;
+      bool finite_row = true;
+      for (std::int64_t j = 0; j < s.cols; ++j) {
+        const double o = dtype<T>::to_double(out[static_cast<std::size_t>(base + j)]);
+        const double e = ref[static_cast<std::size_t>(j)];
+        if (std::isnan(e) || std::isnan(o)) {
+          if (std::isnan(e) != std::isnan(o)) {
+            std::ostringstream m;
+            m << "row " << r << " col " << j << ": got " << o << ", reference " << e;
+            errors[static_cast<std::size_t>(r)] = m.str();
+            break;
+          }
+          finite_row = false;
+          continue;
+        }
+        const double bound = tolerance<T>::rel * scale[static_cast<std::size_t>(j)] + tolerance<T>::abs;
+        if (!(std::abs(o - e) <= bound)) {
+          std::ostringstream m;
+          m << "row " << r << " col " << j << ": got " << o << ", reference " << e
+            << " (bound " << bound << ")";
+          errors[static_cast<std::size_t>(r)] = m.str();
+          break;
+        }
+        err2 += (o - e) * (o - e);
+        ref2 += e * e;
+        sum += o;
+      }
+      if (!errors[static_cast<std::size_t>(r)].empty()) continue;
+      if (ref2 > 0 && std::sqrt(err2 / ref2) > tolerance<T>::rel) {
+        std::ostringstream m;
+        m << "row " << r << ": normwise error " << std::sqrt(err2 / ref2);
+        errors[static_cast<std::size_t>(r)] = m.str();
+      } else if (softmax_rows && finite_row && std::abs(sum - 1.0) > tolerance<T>::row_sum) {
+        std::ostringstream m;
+        m << "row " << r << ": sums to " << sum;
+        errors[static_cast<std::size_t>(r)] = m.str();
+      }
+    }
+  });
+  for (auto const& e : errors)
+    if (!e.empty()) return e;
+  // Every element outside the rows keeps its bytes.
+  std::vector<bool> in_row(out.size(), false);
+  for (std::int64_t r = 0; r < s.rows; ++r)
+    for (std::int64_t j = 0; j < s.cols; ++j) in_row[static_cast<std::size_t>(offset + r * stride + j)] = true;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (!in_row[i] && !same_bits(out[i], untouched[i])) {
+      std::ostringstream m;
+      m << "element " << i << " outside the rows was written";
+      return m.str();
+    }
+  return "";
+}
+
+/// Runs `enqueue(stream)` captured into a CUDA graph on a fresh stream, then replays the graph.
+inline cudaError_t run_as_graph(std::function<cudaError_t(cudaStream_t)> const& enqueue) {
+  cudaStream_t stream = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (err == cudaSuccess) err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
+  if (err == cudaSuccess) {
+    const cudaError_t launch = enqueue(stream);
+    err = cudaStreamEndCapture(stream, &graph);
+    if (launch != cudaSuccess) err = launch;
+  }
+  if (err == cudaSuccess) err = cudaGraphInstantiate(&exec, graph, 0);
+  if (err == cudaSuccess) err = cudaGraphLaunch(exec, stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+  if (exec) cudaGraphExecDestroy(exec);
+  if (graph) cudaGraphDestroy(graph);
+  if (stream) cudaStreamDestroy(stream);
+  return err;
+}
+
+/// A launch: the public launcher, or a forced plan through the dispatcher; optionally
+/// captured into a CUDA graph and replayed.
+template <class T>
+struct launcher {
+  std::optional<plan> forced;
+  bool graph = false;
+
+  cudaError_t forward(T const* x, std::int64_t xs, T* y, std::int64_t ys, std::int64_t rows,
+                      std::int64_t cols) const {
+    auto enqueue = [&](cudaStream_t stream) {
+      if (!forced) return softmax_forward(x, xs, y, ys, rows, cols, stream);
+      const detail::tensor_arg t[] = {{x, xs, false}, {y, ys, true}};
+      return detail::run<detail::forward_op<T>>(*forced, t, {x, xs, y, ys, rows, cols}, stream);
+    };
+    return graph ? run_as_graph(enqueue) : enqueue(nullptr);
+  }
+  cudaError_t backward(T const* dy, std::int64_t dys, T const* y, std::int64_t ys, T* dx,
+                       std::int64_t dxs, std::int64_t rows, std::int64_t cols) const {
+    auto enqueue = [&](cudaStream_t stream) {
+      if (!forced) return softmax_backward(dy, dys, y, ys, dx, dxs, rows, cols, stream);
+      const detail::tensor_arg t[] = {{dy, dys, false}, {y, ys, false}, {dx, dxs, true}};
+      return detail::run<detail::backward_op<T>>(*forced, t, {dy, dys, y, ys, dx, dxs, rows, cols},
+                                                 stream);
+    };
+    return graph ? run_as_graph(enqueue) : enqueue(nullptr);
+  }
+};
+
+/// Forward on fresh random data for shape `s`; checks every row. Use inside ASSERT_NO_FATAL_FAILURE.
+template <class T>
+void check_forward(shape const& s, std::uint64_t seed, fill kind = fill::random,
+                   launcher<T> const& launch = {}) {
+  SCOPED_TRACE("forward " + std::string(dtype<T>::name) + " " + s.str() + " seed " +
+               std::to_string(seed));
+  rng g(seed);
+  const std::int64_t xs = s.ins(), ys = s.outs();
+  std::vector<T> x(buffer_elems<T>(s.in_offset, xs, s));
+  fill_random(x, g, -8.0, 8.0);
+  if (kind == fill::special)
+    for (std::int64_t r = 0; r < s.rows; ++r) make_special_row(x, s.in_offset + r * xs, s.cols, r, g);
+  std::vector<T> y_init = s.in_place ? x : std::vector<T>(buffer_elems<T>(s.out_offset, ys, s), poison<T>());
+
+  device_buffer<T> dx_buf(x.size());
+  device_buffer<T> dy_buf(s.in_place ? 1 : y_init.size());
+  ASSERT_NE(dx_buf.ptr, nullptr);
+  ASSERT_NE(dy_buf.ptr, nullptr);
+  ROWSOFTMAX_CUDA_OK(dx_buf.upload(x));
+  if (!s.in_place) ROWSOFTMAX_CUDA_OK(dy_buf.upload(y_init));
+  T* xp = dx_buf.ptr + s.in_offset;
+  T* yp = s.in_place ? xp : dy_buf.ptr + s.out_offset;
+  ROWSOFTMAX_CUDA_OK(launch.forward(xp, xs, yp, ys, s.rows, s.cols));
+  ROWSOFTMAX_CUDA_OK(cudaGetLastError());
+  ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<T> out;
+  ROWSOFTMAX_CUDA_OK(s.in_place ? dx_buf.download(out) : dy_buf.download(out));
+
+  auto ref_row = [&](std::int64_t r, std::vector<double>& ref, std::vector<double>& scale) {
+    std::vector<double> xr(static_cast<std::size_t>(s.cols));
+    for (std::int64_t j = 0; j < s.cols; ++j)
+      xr[static_cast<std::size_t>(j)] = dtype<T>::to_double(x[static_cast<std::size_t>(s.in_offset + r * xs + j)]);
+    reference_forward(xr.data(), ref.data(), s.cols);
+    for (std::size_t j = 0; j < ref.size(); ++j) scale[j] = std::abs(ref[j]);
+  };
+  const std::string err = compare<T>(s, out, y_init, s.outo(), ys, ref_row, true);
+  EXPECT_EQ(err, "");
+}
+
+/// Backward on fresh data: y = softmax of random logits (rounded to T), dy uniform in [-1, 1].
+/// `in_place`: dx aliases dy.
+template <class T>
+void check_backward(shape const& s, std::uint64_t seed, fill kind = fill::random,
+                    launcher<T> const& launch = {}) {
+  SCOPED_TRACE("backward " + std::string(dtype<T>::name) + " " + s.str() + " seed " +
+               std::to_string(seed));
+  rng g(seed);
+  const std::int64_t in_s = s.ins(), out_s = s.outs();
+  // dy and y share the input geometry (stride, offset); dx has the output geometry.
+  std::vector<T> dy(buffer_elems<T>(s.in_offset, in_s, s)), y(dy.size());
+  fill_random(dy, g, -1.0, 1.0);
+  fill_random(y, g, 0.0, 1.0);
+  {
+    std::vector<double> logits(static_cast<std::size_t>(s.cols)), prob(logits.size());
+    for (std::int64_t r = 0; r < s.rows; ++r) {
+      for (auto& l : logits) l = g.uniform() * 16 - 8;
+      if (kind == fill::special && r % 4 == 1) logits[static_cast<std::size_t>(g.below(s.cols))] = -std::numeric_limits<double>::infinity();
+      reference_forward(logits.data(), prob.data(), s.cols);
+      for (std::int64_t j = 0; j < s.cols; ++j) y[static_cast<std::size_t>(s.in_offset + r * in_s + j)] = dtype<T>::from_double(prob[static_cast<std::size_t>(j)]);
+      if (kind == fill::special && r % 4 == 2)
+        dy[static_cast<std::size_t>(s.in_offset + r * in_s + g.below(s.cols))] = dtype<T>::from_double(std::numeric_limits<double>::quiet_NaN());
+      if (kind == fill::special && r % 4 == 3)
+        for (std::int64_t j = 0; j < s.cols; ++j) dy[static_cast<std::size_t>(s.in_offset + r * in_s + j)] = dtype<T>::from_double(1e4 * (g.uniform() - 0.5));
+    }
+  }
+  std::vector<T> dx_init = s.in_place ? dy : std::vector<T>(buffer_elems<T>(s.out_offset, out_s, s), poison<T>());
+
+  device_buffer<T> dy_buf(dy.size()), y_buf(y.size()), dx_buf(s.in_place ? 1 : dx_init.size());
+  ASSERT_NE(dy_buf.ptr, nullptr);
+  ASSERT_NE(y_buf.ptr, nullptr);
+  ASSERT_NE(dx_buf.ptr, nullptr);
+  ROWSOFTMAX_CUDA_OK(dy_buf.upload(dy));
+  ROWSOFTMAX_CUDA_OK(y_buf.upload(y));
+  if (!s.in_place) ROWSOFTMAX_CUDA_OK(dx_buf.upload(dx_init));
+  T* dyp = dy_buf.ptr + s.in_offset;
+  T* yp = y_buf.ptr + s.in_offset;
+  T* dxp = s.in_place ? dyp : dx_buf.ptr + s.out_offset;
+  ROWSOFTMAX_CUDA_OK(launch.backward(dyp, in_s, yp, in_s, dxp, out_s, s.rows, s.cols));
+  ROWSOFTMAX_CUDA_OK(cudaGetLastError());
+  ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<T> out;
+  ROWSOFTMAX_CUDA_OK(s.in_place ? dy_buf.download(out) : dx_buf.download(out));
+  std::vector<T> y_after;
+  ROWSOFTMAX_CUDA_OK(y_buf.download(y_after));
+  for (std::size_t i = 0; i < y.size(); ++i) ASSERT_TRUE(same_bits(y[i], y_after[i])) << "y changed at " << i;
+
+  auto ref_row = [&](std::int64_t r, std::vector<double>& ref, std::vector<double>& scale) {
+    std::vector<double> dyr(static_cast<std::size_t>(s.cols)), yr(dyr.size());
+    for (std::int64_t j = 0; j < s.cols; ++j) {
+      dyr[static_cast<std::size_t>(j)] = dtype<T>::to_double(dy[static_cast<std::size_t>(s.in_offset + r * in_s + j)]);
+      yr[static_cast<std::size_t>(j)] = dtype<T>::to_double(y[static_cast<std::size_t>(s.in_offset + r * in_s + j)]);
+    }
+    reference_backward(dyr.data(), yr.data(), ref.data(), s.cols);
+    double dot = 0;
+    for (std::size_t j = 0; j < yr.size(); ++j) dot += std::abs(dyr[j] * yr[j]);
+    for (std::size_t j = 0; j < yr.size(); ++j) scale[j] = std::abs(yr[j]) * (std::abs(dyr[j]) + dot);
+  };
+  const std::string err = compare<T>(s, out, dx_init, s.outo(), out_s, ref_row, false);
+  EXPECT_EQ(err, "");
+}
+
+}  // namespace rowsoftmax::test

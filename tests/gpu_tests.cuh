@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: Apache-2.0
+// The GPU test suite, typed over the element type. Each test_gpu_<type>.cu instantiates it for
+// one type, so the three types compile in parallel. Every test skips, with its reason, when no
+// CUDA device is present.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "gpu_harness.cuh"
+
+namespace rowsoftmax::test {
+
+template <class T>
+class Gpu : public ::testing::Test {
+ protected:
+  void SetUp() override { ROWSOFTMAX_REQUIRE_GPU(); }
+};
+TYPED_TEST_SUITE_P(Gpu);
+
+inline std::uint64_t seed_of(std::int64_t a, std::int64_t b, std::int64_t c = 0) {
+  return static_cast<std::uint64_t>(a) * 1000003u + static_cast<std::uint64_t>(b) * 10007u +
+         static_cast<std::uint64_t>(c) + 17u;
+}
+
+template <class T>
+constexpr std::int64_t vec_of() {
+  return 16 / sizeof(T);
+}
+
+inline std::int64_t round_up(std::int64_t a, std::int64_t b) { return (a + b - 1) / b * b; }
+
+/// The three layouts the planner distinguishes, for rows of `cols`: every row 16-byte aligned;
+/// every row equally misaligned in input and output (a peeled head); input and output
+/// misaligned differently (the scalar fallback).
+template <class T>
+std::vector<shape> layouts(std::int64_t rows, std::int64_t cols) {
+  const std::int64_t v = vec_of<T>();
+  const std::int64_t aligned = round_up(cols, v);
+  return {
+      {rows, cols, aligned, aligned, 0, 0, false},
+      {rows, cols, aligned + 1, aligned + 1, 1, 1, false},
+      {rows, cols, aligned, aligned, 0, 1, false},
+  };
+}
+
+template <class T>
+row_layout layout_for(shape const& s) {
+  const std::int64_t v = vec_of<T>();
+  if (v > 1 && s.in_offset % v == s.outo() % v && (s.rows == 1 || s.ins() % v == s.outs() % v))
+    return {static_cast<int>(v), s.in_offset % v != 0 || (s.rows > 1 && s.ins() % v != 0)};
+  return {1, false};
+}
+
+/// Every cols in 1..2^20 at which the plan for `layout` changes, with its neighbour below.
+template <class T>
+std::vector<std::int64_t> plan_thresholds(row_layout layout) {
+  int device = 0;
+  device_limits limits;
+  if (cudaGetDevice(&device) != cudaSuccess || query_device_limits(device, &limits) != cudaSuccess)
+    return {};
+  std::vector<std::int64_t> out;
+  int previous = -1;
+  for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); ++cols) {
+    const int config = plan_for<T>(direction::forward, 3, cols, layout, limits).config;
+    if (previous >= 0 && config != previous) {
+      out.push_back(cols - 1);
+      out.push_back(cols);
+    }
+    previous = config;
+  }
+  return out;
+}
+
+// Runs before the other tests of a type, so the first use of each cluster kernel (attribute
+// and occupancy queries) happens inside a stream capture.
+TYPED_TEST_P(Gpu, GraphCapture) {
+  using T = TypeParam;
+  launcher<T> in_graph;
+  in_graph.graph = true;
+  for (std::int64_t cols : {1000, 50257, 300001}) {
+    check_forward<T>({5, cols}, seed_of(cols, 1), fill::random, in_graph);
+    check_backward<T>({5, cols}, seed_of(cols, 2), fill::random, in_graph);
+  }
+}
+
+TYPED_TEST_P(Gpu, ShapeTable) {
+  using T = TypeParam;
+  const std::int64_t table[] = {1,    2,    3,    7,    31,   32,    33,    255,
+                                256,  1000, 1023, 4095, 4097, 16385, 50257, 131072};
+  for (std::int64_t cols : table)
+    for (std::int64_t rows : {1, 3, 1027}) {
+      check_forward<T>({rows, cols}, seed_of(cols, rows));
+      check_backward<T>({rows, cols}, seed_of(cols, rows, 1));
+    }
+}
+
+// cols just below and at every point where the plan changes (register tiers, cluster sizes,
+// the wide cluster, streaming), for each layout; rows 3, and a partial last CTA for small rows.
+TYPED_TEST_P(Gpu, TierThresholds) {
+  using T = TypeParam;
+  for (int l = 0; l < 3; ++l) {
+    const row_layout layout = layout_for<T>(layouts<T>(3, 64)[static_cast<std::size_t>(l)]);
+    const auto cols_list = plan_thresholds<T>(layout);
+    ASSERT_FALSE(cols_list.empty());
+    for (std::int64_t cols : cols_list) {
+      for (std::int64_t rows : {std::int64_t{3}, cols <= 4096 ? std::int64_t{131} : std::int64_t{0}}) {
+        if (rows == 0) continue;
+        const shape s = layouts<T>(rows, cols)[static_cast<std::size_t>(l)];
+        ASSERT_EQ(layout_for<T>(s).vec, layout.vec);
+        check_forward<T>(s, seed_of(cols, rows, l));
+        check_backward<T>(s, seed_of(cols, rows, l + 3));
+      }
+    }
+  }
+}
+
+TYPED_TEST_P(Gpu, StridesOffsetsAndInPlace) {
+  using T = TypeParam;
+  for (std::int64_t cols : {1, 7, 33, 1000, 4097, 20000, 50257}) {
+    std::vector<shape> cases = layouts<T>(37, cols);
+    cases.push_back({37, cols, cols + 3, cols + 5, 0, 0, false});  // unequal odd strides
+    cases.push_back({37, cols, cols + 7, 0, 1, 0, true});          // in place, padded rows
+    cases.push_back({37, cols, 0, 0, 3, 0, true});                 // in place, contiguous, offset
+    cases.push_back({1, cols, 0, 0, 1, 1, false});                 // one misaligned row
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      check_forward<T>(cases[i], seed_of(cols, static_cast<std::int64_t>(i)));
+      check_backward<T>(cases[i], seed_of(cols, static_cast<std::int64_t>(i), 9));
+    }
+  }
+}
+
+TYPED_TEST_P(Gpu, SpecialValues) {
+  using T = TypeParam;
+  for (std::int64_t cols : {1, 2, 33, 4097, 50257, 131072, 600000})
+    for (shape s : layouts<T>(16, cols)) {
+      check_forward<T>(s, seed_of(cols, s.out_offset, 5), fill::special);
+      check_backward<T>(s, seed_of(cols, s.out_offset, 6), fill::special);
+    }
+}
+
+TYPED_TEST_P(Gpu, RandomShapes) {
+  using T = TypeParam;
+  rng g(20261130);
+  for (int i = 0; i < 40; ++i) {
+    shape s;
+    s.rows = 1 + g.below(300);
+    s.cols = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::exp(g.uniform() * std::log(400000.0))));
+    s.in_offset = g.below(vec_of<T>());
+    s.out_offset = g.uniform() < 0.5 ? s.in_offset : g.below(vec_of<T>());
+    s.in_stride = s.cols + (g.uniform() < 0.5 ? 0 : g.below(17));
+    s.out_stride = g.uniform() < 0.5 ? s.in_stride : s.cols + g.below(17);
+    s.in_place = g.uniform() < 0.2;
+    check_forward<T>(s, g.next());
+    check_backward<T>(s, g.next());
+  }
+}
+
+// Every kernel configuration that can hold the row (and every streaming one), forced through
+// the dispatcher: the plans other devices (sm_80, no size-16 clusters) get, clusters whose
+// trailing CTAs own no columns, and streaming over rows that fit one tile.
+TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
+  using T = TypeParam;
+  for (std::int64_t cols : {1000, 5000, 70000})
+    for (shape s : layouts<T>(5, cols)) {
+      const row_layout layout = layout_for<T>(s);
+      for (int c = 0; c < detail::num_kernel_configs; ++c) {
+        auto const& k = detail::kernel_configs[c];
+        if (layout.vec == 1 && !k.scalar_ok) continue;
+        const std::int64_t windows =
+            detail::ceil_div(cols + (layout.shifted ? layout.vec - 1 : 0), layout.vec);
+        if (k.algo != algorithm::streaming &&
+            detail::window_capacity(k, layout.vec, sizeof(T)) < windows)
+          continue;
+        launcher<T> forced;
+        forced.forced = detail::make_plan(c, layout, s.rows, windows, sizeof(T));
+        SCOPED_TRACE("config " + std::to_string(c) + ": " + to_string(*forced.forced));
+        check_forward<T>(s, seed_of(cols, c, 11), fill::random, forced);
+        check_backward<T>(s, seed_of(cols, c, 12), fill::random, forced);
+      }
+    }
+}
+
+TYPED_TEST_P(Gpu, LongRowsStream) {
+  using T = TypeParam;
+  for (std::int64_t cols : {(std::int64_t{1} << 20) + 3, (std::int64_t{1} << 22) + 1})
+    for (shape s : layouts<T>(2, cols)) {
+      check_forward<T>(s, seed_of(cols, s.out_offset, 13));
+      check_backward<T>(s, seed_of(cols, s.out_offset, 14));
+    }
+}
+
+TYPED_TEST_P(Gpu, PlanQueryMatchesThePlanner) {
+  using T = TypeParam;
+  int device = 0;
+  ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
+  device_limits limits;
+  ROWSOFTMAX_CUDA_OK(query_device_limits(device, &limits));
+  device_buffer<T> buf(1 << 22);
+  ASSERT_NE(buf.ptr, nullptr);
+  for (std::int64_t cols : {256, 4097, 50257, 131072, 1 << 20}) {
+    plan p;
+    ROWSOFTMAX_CUDA_OK(softmax_forward_plan<T>(buf.ptr, cols, buf.ptr, cols, 4, cols, &p));
+    const plan expected = plan_for<T>(direction::forward, 4, cols,
+                                      layout_for<T>({4, cols}), limits);
+    EXPECT_EQ(p.config, expected.config) << cols << ": " << to_string(p);
+    EXPECT_EQ(p.vec, expected.vec);
+    EXPECT_EQ(p.grid_ctas, expected.grid_ctas);
+  }
+}
+
+// Small cases covering every tier and path, for compute-sanitizer (memcheck, racecheck,
+// synccheck): see the README.
+TYPED_TEST_P(Gpu, SanitizerSubset) {
+  using T = TypeParam;
+  for (std::int64_t cols : {33, 1000, 4097, 16385, 50257, 600000})
+    for (shape s : layouts<T>(3, cols)) {
+      check_forward<T>(s, seed_of(cols, s.out_offset, 15));
+      check_backward<T>(s, seed_of(cols, s.out_offset, 16));
+    }
+}
+
+REGISTER_TYPED_TEST_SUITE_P(Gpu, GraphCapture, ShapeTable, TierThresholds,
+                            StridesOffsetsAndInPlace, SpecialValues, RandomShapes,
+                            EveryConfigurationThatHoldsTheRow, LongRowsStream,
+                            PlanQueryMatchesThePlanner, SanitizerSubset);
+
+}  // namespace rowsoftmax::test

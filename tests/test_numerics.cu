@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host-only: the algebra of the online (max, sum) combine that every tier uses.
+#include <rowsoftmax/detail/math.cuh>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "reference.hpp"
+
+namespace {
+
+using rowsoftmax::detail::online_reduce;
+using rowsoftmax::detail::partial;
+using rowsoftmax::detail::sum_reduce;
+constexpr float inf = std::numeric_limits<float>::infinity();
+
+// The partial of a run of values, as a thread computes it.
+partial fold(std::vector<float> const& v) {
+  partial p = online_reduce::identity();
+  for (float x : v) p = online_reduce::combine(p, {x, 1.0f});
+  return p;
+}
+
+// sum(exp(x - M)) in float64 for finite x.
+double exact_sum(std::vector<float> const& v, double m) {
+  double s = 0;
+  for (float x : v) s += std::exp(double(x) - m);
+  return s;
+}
+
+}  // namespace
+
+TEST(OnlineCombine, IdentityIsNeutral) {
+  const partial a{3.5f, 2.25f};
+  const partial l = online_reduce::combine(online_reduce::identity(), a);
+  const partial r = online_reduce::combine(a, online_reduce::identity());
+  EXPECT_EQ(l.m, a.m);
+  EXPECT_EQ(l.s, a.s);
+  EXPECT_EQ(r.m, a.m);
+  EXPECT_EQ(r.s, a.s);
+}
+
+TEST(OnlineCombine, IsCommutativeBitwise) {
+  rowsoftmax::test::rng g(1);
+  for (int i = 0; i < 10000; ++i) {
+    const partial a{float(g.uniform() * 40 - 20), float(g.uniform() * 100)};
+    const partial b{float(g.uniform() * 40 - 20), float(g.uniform() * 100)};
+    const partial ab = online_reduce::combine(a, b);
+    const partial ba = online_reduce::combine(b, a);
+    ASSERT_EQ(ab.m, ba.m);
+    ASSERT_EQ(ab.s, ba.s);
+  }
+}
+
+TEST(OnlineCombine, OrderIndependentWithinRounding) {
+  rowsoftmax::test::rng g(2);
+  std::vector<float> v(4096);
+  for (float& x : v) x = float(g.uniform() * 30 - 15);
+  double m = -1e300;
+  for (float x : v) m = std::max(m, double(x));
+  const double exact = exact_sum(v, m);
+  // Sequential, reversed, and a pairwise tree must agree with float64 to float rounding.
+  const partial seq = fold(v);
+  const partial rev = fold(std::vector<float>(v.rbegin(), v.rend()));
+  std::vector<partial> level;
+  for (float x : v) level.push_back({x, 1.0f});
+  while (level.size() > 1) {
+    std::vector<partial> next;
+    for (size_t i = 0; i < level.size(); i += 2) next.push_back(online_reduce::combine(level[i], level[i + 1]));
+    level = next;
+  }
+  for (partial p : {seq, rev, level[0]}) {
+    EXPECT_EQ(p.m, float(m));
+    EXPECT_NEAR(p.s, exact, exact * 4096 * 0x1.0p-24);
+  }
+  // A tree rounds each element log2(n) times, each rescale by about |x - M| ulps of the exponent.
+  EXPECT_NEAR(level[0].s, exact, exact * 64 * 0x1.0p-24);
+}
+
+TEST(OnlineCombine, EmptyAndMinusInfPartialsContributeExactlyZero) {
+  const partial empty = online_reduce::identity();
+  const partial only_neg_inf{-inf, 0.0f};
+  const partial r = online_reduce::combine(empty, only_neg_inf);
+  EXPECT_EQ(r.m, -inf);
+  EXPECT_EQ(r.s, 0.0f);  // not exp(-inf - -inf) = NaN
+  const partial a{1.0f, 3.0f};
+  const partial b = online_reduce::combine(online_reduce::combine(r, a), empty);
+  EXPECT_EQ(b.m, 1.0f);
+  EXPECT_EQ(b.s, 3.0f);
+}
+
+TEST(OnlineCombine, NaNReachesTheSumAndStays) {
+  const partial nan_part{-inf, std::numeric_limits<float>::quiet_NaN()};  // a slice of NaNs
+  const partial a{2.0f, 1.0f};
+  EXPECT_TRUE(std::isnan(online_reduce::combine(nan_part, a).s));
+  EXPECT_TRUE(std::isnan(online_reduce::combine(a, nan_part).s));
+  EXPECT_TRUE(std::isnan(fold({1.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f}).s));
+}
+
+TEST(OnlineCombine, PlusInfGivesNaNSum) {
+  // torch.softmax of a row holding +inf is NaN: exp(inf - inf).
+  const partial p = fold({1.0f, inf, 2.0f});
+  EXPECT_EQ(p.m, inf);
+  EXPECT_TRUE(std::isnan(p.s));
+}
+
+TEST(OnlineCombine, HugeMagnitudesDoNotOverflow) {
+  const partial p = fold({3.0e38f, -3.0e38f, 3.0e38f});
+  EXPECT_EQ(p.m, 3.0e38f);
+  EXPECT_FLOAT_EQ(p.s, 2.0f);
+}
+
+TEST(SumCombine, AddsSums) {
+  const partial p = sum_reduce::combine(sum_reduce::combine(sum_reduce::identity(), {0, 1.5f}), {0, 2.0f});
+  EXPECT_EQ(p.s, 3.5f);
+}

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host-only: the planner over every cols in 1..2^20 for each dtype, layout, direction and
+// device kind. Plain C++: plan.hpp needs no CUDA compiler.
+#include <rowsoftmax/plan.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+namespace rs = rowsoftmax;
+using rs::algorithm;
+using rs::detail::kernel_configs;
+using rs::detail::window_capacity;
+
+namespace {
+
+constexpr rs::device_limits h200{132, 90, 16};
+constexpr rs::device_limits hopper_portable{132, 90, 8};  // size 16 refused
+constexpr rs::device_limits a100{108, 80, 1};
+
+struct case_t {
+  std::size_t elem;
+  rs::row_layout layout;
+};
+
+// Register bytes one thread holds per tensor: the row's share must stay within 128 bytes
+// (8 vectors of 16 B), the budget the kernels were sized for (no spills at that size).
+constexpr int max_bytes_per_thread = 128;
+
+// The first rule a plan breaks, or nullptr. Cheap enough to run 36 million times.
+const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, case_t c,
+                       rs::device_limits const& d) {
+  if (p.config < 0 || p.config >= rs::detail::num_kernel_configs) return "config out of range";
+  auto const& k = kernel_configs[p.config];
+  if (p.algo != k.algo) return "algorithm differs from its configuration";
+  if (p.vec != c.layout.vec) return "vector width differs from the layout";
+  if (p.vec == 1 && !k.scalar_ok) return "scalar plan on a vector-only configuration";
+  // Windows: the row plus, for shifted rows, the worst head.
+  const std::int64_t head = c.layout.shifted ? c.layout.vec - 1 : 0;
+  if (p.windows != (cols + head + c.layout.vec - 1) / c.layout.vec) return "window count";
+  // Coverage: one pass holds the row, except for streaming, which loops.
+  if (p.algo != algorithm::streaming && window_capacity(k, p.vec, c.elem) < p.windows)
+    return "row does not fit";
+  // Resources.
+  if (p.threads_per_cta > 1024 || p.threads_per_cta % 32 != 0) return "CTA size";
+  if (p.threads_per_row * p.rows_per_cta != p.threads_per_cta) return "rows per CTA";
+  if (p.vecs_per_thread < 1 || p.vecs_per_thread * p.vec * static_cast<int>(c.elem) > max_bytes_per_thread)
+    return "register bytes per thread";
+  // Clusters only where allowed, one row per CTA.
+  if (p.cluster_size > (d.compute_capability >= 90 ? d.max_cluster_size : 1)) return "cluster size";
+  if (p.cluster_size > 1 && p.rows_per_cta != 1) return "cluster CTA with several rows";
+  // Grid.
+  const std::int64_t grid = p.rows_per_cta == 1 ? rows * p.cluster_size
+                                                : (rows + p.rows_per_cta - 1) / p.rows_per_cta;
+  if (p.grid_ctas != grid) return "grid size";
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
+  const rs::device_limits devices[] = {h200, hopper_portable, a100};
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
+    const int vec = static_cast<int>(16 / elem);
+    const case_t cases[] = {{elem, {vec, false}}, {elem, {vec, true}}, {elem, {1, false}}};
+    for (auto const& d : devices)
+      for (auto const& c : cases)
+        for (auto dir : {rs::direction::forward, rs::direction::backward})
+          for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); ++cols) {
+            const rs::plan p = rs::plan_for(dir, 7, cols, elem, c.layout, d);
+            const char* err = plan_error(p, 7, cols, c, d);
+            ASSERT_EQ(err, nullptr) << err << ": cols=" << cols << " elem=" << elem
+                                    << " vec=" << c.layout.vec << " shifted=" << c.layout.shifted
+                                    << " cc=" << d.compute_capability
+                                    << " max_cluster=" << d.max_cluster_size
+                                    << " plan=" << rs::to_string(p);
+          }
+  }
+}
+
+TEST(Plan, RegisterTierIsTheSmallestThatFits) {
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
+    const int vec = static_cast<int>(16 / elem);
+    for (std::int64_t cols = 1; cols <= 40000; ++cols) {
+      const rs::plan p = rs::plan_for(rs::direction::forward, 5, cols, elem, {vec, false}, h200);
+      if (p.algo != algorithm::registers || p.config == 0) continue;
+      // The previous register configuration would not have held the row.
+      EXPECT_LT(window_capacity(kernel_configs[p.config - 1], vec, elem), p.windows)
+          << "cols=" << cols;
+    }
+  }
+}
+
+TEST(Plan, TiersOnH200) {
+  const auto fwd = [](std::size_t elem, std::int64_t cols, rs::device_limits d = h200) {
+    return rs::plan_for(rs::direction::forward, 1024, cols, elem, {int(16 / elem), false}, d);
+  };
+  // Small rows: several rows per CTA, a few vectors per thread.
+  EXPECT_EQ(fwd(2, 256).threads_per_row, 8);
+  EXPECT_EQ(fwd(2, 256).rows_per_cta, 16);
+  EXPECT_EQ(fwd(4, 32).threads_per_row, 2);
+  // Register tier holds 16K 16-bit and 16K fp32 elements in one CTA.
+  EXPECT_EQ(fwd(2, 16384).algo, algorithm::registers);
+  EXPECT_EQ(fwd(4, 16384).algo, algorithm::registers);
+  EXPECT_EQ(fwd(2, 16385).algo, algorithm::cluster);
+  EXPECT_EQ(fwd(2, 16385).cluster_size, 2);
+  EXPECT_EQ(fwd(4, 16385).cluster_size, 4);
+  // Vocabulary rows.
+  EXPECT_EQ(fwd(4, 128256).algo, algorithm::cluster);
+  EXPECT_EQ(fwd(4, 128256).cluster_size, 16);
+  EXPECT_EQ(fwd(2, 262144).cluster_size, 16);
+  EXPECT_EQ(fwd(4, 262144).algo, algorithm::cluster);
+  EXPECT_EQ(fwd(4, 262144).threads_per_cta, 512);
+  EXPECT_EQ(fwd(4, 262145).algo, algorithm::streaming);
+  EXPECT_EQ(fwd(2, 524289).algo, algorithm::streaming);
+  EXPECT_EQ(fwd(2, 524289).cluster_size, 16);
+  // Without size-16 clusters: 8, then streaming through clusters of 8.
+  EXPECT_EQ(fwd(4, 128256, hopper_portable).cluster_size, 8);
+  EXPECT_EQ(fwd(4, 128256, hopper_portable).algo, algorithm::streaming);
+  EXPECT_EQ(fwd(2, 128256, hopper_portable).algo, algorithm::cluster);
+  // Without clusters (sm_80): one 512-thread CTA, then one CTA streaming each row.
+  EXPECT_EQ(fwd(2, 32768, a100).algo, algorithm::registers);
+  EXPECT_EQ(fwd(2, 32768, a100).threads_per_cta, 512);
+  EXPECT_EQ(fwd(2, 32769, a100).algo, algorithm::streaming);
+  EXPECT_EQ(fwd(2, 32769, a100).cluster_size, 1);
+}
+
+TEST(Plan, ShiftedRowsReserveAHeadWindow) {
+  // 2048 fp32 columns fill 512 vectors exactly; a misaligned row start needs one more.
+  const auto aligned = rs::plan_for(rs::direction::forward, 3, 2048, 4, {4, false}, h200);
+  const auto shifted = rs::plan_for(rs::direction::forward, 3, 2048, 4, {4, true}, h200);
+  EXPECT_EQ(aligned.windows, 512);
+  EXPECT_EQ(shifted.windows, 513);
+  EXPECT_GT(window_capacity(kernel_configs[shifted.config], 4, 4), 512);
+}
+
+TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
+  const auto p = [](std::int64_t cols) {
+    return rs::plan_for(rs::direction::forward, 3, cols, 2, {1, false}, h200);
+  };
+  EXPECT_EQ(p(2048).algo, algorithm::registers);
+  EXPECT_EQ(p(2049).algo, algorithm::streaming);
+  EXPECT_EQ(p(2049).cluster_size, 1);          // one tile: one CTA
+  EXPECT_EQ(p(32768 * 2).cluster_size, 8);     // two tiles
+  EXPECT_EQ(p(32768 * 9).cluster_size, 16);    // nine tiles
+}
+
+TEST(Plan, ToStringNamesTheTier) {
+  const auto p = rs::plan_for(rs::direction::forward, 1, 128256, 4, {4, false}, h200);
+  EXPECT_EQ(rs::to_string(p), "cluster x16 cta=256 tpr=256 vec=4x8");
+}
