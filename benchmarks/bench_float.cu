@@ -7,14 +7,17 @@ void register_float() {
   register_type<float>();
   // Decode-time sampling over a vocabulary: few rows, 128256 columns, fp32 forward. The input
   // stays in L2 between launches (warm), as it does when sampling step after step.
-  for (std::int64_t rows : {1, 8, 64}) {
-    const std::string name = "forward/fp32/decode/rows:" + std::to_string(rows) + "/cols:128256";
-    benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
-      softmax_benchmark<float>(s, name, direction::forward, rows, 128256);
-    })
-        ->UseManualTime()
-        ->MinTime(0.1)
-        ->Unit(benchmark::kMicrosecond);
-  }
+  // Also forced through the other configurations that hold such a row (tuning data).
+  for (int config : {-1, 14, 16, 17})
+    for (std::int64_t rows : {1, 8, 64}) {
+      const std::string name = "forward/fp32/decode/rows:" + std::to_string(rows) +
+                               "/cols:128256" + (config < 0 ? "" : "/config:" + std::to_string(config));
+      benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+        softmax_benchmark<float>(s, name, direction::forward, rows, 128256, config);
+      })
+          ->UseManualTime()
+          ->MinTime(0.1)
+          ->Unit(benchmark::kMicrosecond);
+    }
 }
 }  // namespace rowsoftmax::bench

@@ -39,7 +39,7 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
   const std::int64_t head = c.layout.shifted ? c.layout.vec - 1 : 0;
   if (p.windows != (cols + head + c.layout.vec - 1) / c.layout.vec) return "window count";
   // Coverage: one pass holds the row, except for streaming, which loops.
-  if (p.algo != algorithm::streaming && window_capacity(k, p.vec, c.elem) < p.windows)
+  if (p.algo != algorithm::streaming && window_capacity(k, p.vec) < p.windows)
     return "row does not fit";
   // Resources.
   if (p.threads_per_cta > 1024 || p.threads_per_cta % 32 != 0) return "CTA size";
@@ -85,7 +85,7 @@ TEST(Plan, RegisterTierIsTheSmallestThatFits) {
       const rs::plan p = rs::plan_for(rs::direction::forward, 5, cols, elem, {vec, false}, h200);
       if (p.algo != algorithm::registers || p.config == 0) continue;
       // The previous register configuration would not have held the row.
-      EXPECT_LT(window_capacity(kernel_configs[p.config - 1], vec, elem), p.windows)
+      EXPECT_LT(window_capacity(kernel_configs[p.config - 1], vec), p.windows)
           << "cols=" << cols;
     }
   }
@@ -95,34 +95,38 @@ TEST(Plan, TiersOnH200) {
   const auto fwd = [](std::size_t elem, std::int64_t cols, rs::device_limits d = h200) {
     return rs::plan_for(rs::direction::forward, 1024, cols, elem, {int(16 / elem), false}, d);
   };
-  // Small rows: several rows per CTA, a few vectors per thread.
-  EXPECT_EQ(fwd(2, 256).threads_per_row, 8);
-  EXPECT_EQ(fwd(2, 256).rows_per_cta, 16);
-  EXPECT_EQ(fwd(4, 32).threads_per_row, 2);
-  // Register tier holds 16K 16-bit and 16K fp32 elements in one CTA.
-  EXPECT_EQ(fwd(2, 16384).algo, algorithm::registers);
-  EXPECT_EQ(fwd(4, 16384).algo, algorithm::registers);
-  EXPECT_EQ(fwd(2, 16385).algo, algorithm::cluster);
-  EXPECT_EQ(fwd(2, 16385).cluster_size, 2);
-  EXPECT_EQ(fwd(4, 16385).cluster_size, 4);
-  // Vocabulary rows.
-  EXPECT_EQ(fwd(4, 128256).algo, algorithm::cluster);
-  EXPECT_EQ(fwd(4, 128256).cluster_size, 16);
-  EXPECT_EQ(fwd(2, 262144).cluster_size, 16);
-  EXPECT_EQ(fwd(4, 262144).algo, algorithm::cluster);
-  EXPECT_EQ(fwd(4, 262144).threads_per_cta, 512);
-  EXPECT_EQ(fwd(4, 262145).algo, algorithm::streaming);
-  EXPECT_EQ(fwd(2, 524289).algo, algorithm::streaming);
-  EXPECT_EQ(fwd(2, 524289).cluster_size, 16);
-  // Without size-16 clusters: 8, then streaming through clusters of 8.
-  EXPECT_EQ(fwd(4, 128256, hopper_portable).cluster_size, 8);
-  EXPECT_EQ(fwd(4, 128256, hopper_portable).algo, algorithm::streaming);
-  EXPECT_EQ(fwd(2, 128256, hopper_portable).algo, algorithm::cluster);
-  // Without clusters (sm_80): one 512-thread CTA, then one CTA streaming each row.
-  EXPECT_EQ(fwd(2, 32768, a100).algo, algorithm::registers);
-  EXPECT_EQ(fwd(2, 32768, a100).threads_per_cta, 512);
-  EXPECT_EQ(fwd(2, 32769, a100).algo, algorithm::streaming);
-  EXPECT_EQ(fwd(2, 32769, a100).cluster_size, 1);
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
+    SCOPED_TRACE(elem);
+    // Small rows: several rows per CTA, 32 elements per thread.
+    EXPECT_EQ(fwd(elem, 256).threads_per_row, 8);
+    EXPECT_EQ(fwd(elem, 256).rows_per_cta, 16);
+    EXPECT_EQ(fwd(elem, 32).threads_per_row, 1);
+    EXPECT_EQ(fwd(elem, 33).threads_per_row, 2);
+    // One 256-thread CTA holds 8K elements; clusters of them beyond.
+    EXPECT_EQ(fwd(elem, 8192).algo, algorithm::registers);
+    EXPECT_EQ(fwd(elem, 8192).threads_per_cta, 256);
+    EXPECT_EQ(fwd(elem, 8193).algo, algorithm::cluster);
+    EXPECT_EQ(fwd(elem, 8193).cluster_size, 2);
+    EXPECT_EQ(fwd(elem, 16385).cluster_size, 4);
+    EXPECT_EQ(fwd(elem, 65536).cluster_size, 8);
+    // Vocabulary rows: a cluster of 16.
+    EXPECT_EQ(fwd(elem, 128256).algo, algorithm::cluster);
+    EXPECT_EQ(fwd(elem, 128256).cluster_size, 16);
+    EXPECT_EQ(fwd(elem, 128256).threads_per_cta, 256);
+    EXPECT_EQ(fwd(elem, 262144).algo, algorithm::cluster);
+    EXPECT_EQ(fwd(elem, 262144).threads_per_cta, 512);
+    EXPECT_EQ(fwd(elem, 262145).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 262145).cluster_size, 16);
+    // Without size-16 clusters: 8, then streaming through clusters of 8.
+    EXPECT_EQ(fwd(elem, 65536, hopper_portable).cluster_size, 8);
+    EXPECT_EQ(fwd(elem, 65537, hopper_portable).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 65537, hopper_portable).cluster_size, 8);
+    // Without clusters (sm_80): one 512-thread CTA up to 16K, then one CTA streams each row.
+    EXPECT_EQ(fwd(elem, 16384, a100).algo, algorithm::registers);
+    EXPECT_EQ(fwd(elem, 16384, a100).threads_per_cta, 512);
+    EXPECT_EQ(fwd(elem, 16385, a100).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 16385, a100).cluster_size, 1);
+  }
 }
 
 TEST(Plan, ShiftedRowsReserveAHeadWindow) {
@@ -131,18 +135,19 @@ TEST(Plan, ShiftedRowsReserveAHeadWindow) {
   const auto shifted = rs::plan_for(rs::direction::forward, 3, 2048, 4, {4, true}, h200);
   EXPECT_EQ(aligned.windows, 512);
   EXPECT_EQ(shifted.windows, 513);
-  EXPECT_GT(window_capacity(kernel_configs[shifted.config], 4, 4), 512);
+  EXPECT_GT(window_capacity(kernel_configs[shifted.config], 4), 512);
 }
 
 TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
   const auto p = [](std::int64_t cols) {
     return rs::plan_for(rs::direction::forward, 3, cols, 2, {1, false}, h200);
   };
-  EXPECT_EQ(p(2048).algo, algorithm::registers);
-  EXPECT_EQ(p(2049).algo, algorithm::streaming);
-  EXPECT_EQ(p(2049).cluster_size, 1);          // one tile: one CTA
-  EXPECT_EQ(p(32768 * 2).cluster_size, 8);     // two tiles
-  EXPECT_EQ(p(32768 * 9).cluster_size, 16);    // nine tiles
+  EXPECT_EQ(p(8192).algo, algorithm::registers);
+  EXPECT_EQ(p(8193).algo, algorithm::streaming);
+  EXPECT_EQ(p(8193).cluster_size, 8);          // two tiles
+  EXPECT_EQ(p(8192 * 9).cluster_size, 16);     // nine tiles
+  const auto a = rs::plan_for(rs::direction::forward, 3, 8193, 2, {1, false}, a100);
+  EXPECT_EQ(a.cluster_size, 1);
 }
 
 TEST(Plan, ToStringNamesTheTier) {

@@ -59,67 +59,65 @@ struct plan {
 
 namespace detail {
 
-/// One kernel instantiation the dispatcher can launch. `vecs` counts 16-byte vectors; with the
-/// scalar fallback (vec == 1) a thread holds as many elements as 16-byte vectors would give it,
-/// so every configuration covers the same number of elements whatever the vector width.
+/// One kernel instantiation the dispatcher can launch. Each thread holds `elems` elements of
+/// a row per pass (as elems / vec vector slots), whatever the element type and vector width.
 struct kernel_config {
   algorithm algo;
   int threads_per_row;
-  int vecs;
+  int elems;
   int threads_per_cta;
   int cluster_size;
   bool scalar_ok;  ///< also instantiated with vec == 1 (misaligned fallback)
 };
 
-// Registers: sub-warp rows use 4 vectors (64 B) per thread so that even 256-column rows keep
-// several loads in flight per thread; from 256 vectors on, 8 vectors (128 B) per thread.
-// Cluster: 256-thread CTAs holding 2048 vectors (32 KB) each; 512-thread CTAs for the largest.
-// Streaming: 512-thread CTAs, 4096 vectors (64 KB) per tile.
+// 32 elements per thread everywhere: measured on the H200, 16-bit rows held as 64 elements per
+// thread (127 registers, 2 CTAs of 256 threads per SM) ran at 21-63% of the copy bandwidth,
+// 32 elements per thread at 86-99% (README, "Tuning notes"). Sub-warp rows share 128-thread
+// CTAs; whole-warp and longer rows use 256-thread CTAs, and clusters of them beyond 8K
+// elements. A 512-thread CTA holds 16K elements where clusters are unavailable, and a cluster
+// of 16 such CTAs holds 256K. Streaming tiles are 8K elements per CTA.
 inline constexpr kernel_config kernel_configs[] = {
-    {algorithm::registers, 1, 4, 128, 1, true},     // 0
-    {algorithm::registers, 2, 4, 128, 1, true},     // 1
-    {algorithm::registers, 4, 4, 128, 1, true},     // 2
-    {algorithm::registers, 8, 4, 128, 1, true},     // 3
-    {algorithm::registers, 16, 4, 128, 1, true},    // 4
-    {algorithm::registers, 32, 4, 128, 1, true},    // 5
-    {algorithm::registers, 32, 8, 256, 1, true},    // 6
-    {algorithm::registers, 64, 8, 256, 1, false},   // 7
-    {algorithm::registers, 128, 8, 256, 1, false},  // 8
-    {algorithm::registers, 256, 8, 256, 1, false},  // 9
-    {algorithm::registers, 512, 8, 512, 1, false},  // 10
-    {algorithm::cluster, 256, 8, 256, 2, false},    // 11
-    {algorithm::cluster, 256, 8, 256, 4, false},    // 12
-    {algorithm::cluster, 256, 8, 256, 8, false},    // 13
-    {algorithm::cluster, 256, 8, 256, 16, false},   // 14
-    {algorithm::cluster, 512, 8, 512, 16, false},   // 15
-    {algorithm::streaming, 512, 8, 512, 1, true},   // 16
-    {algorithm::streaming, 512, 8, 512, 8, true},   // 17
-    {algorithm::streaming, 512, 8, 512, 16, true},  // 18
+    {algorithm::registers, 1, 32, 128, 1, true},     // 0
+    {algorithm::registers, 2, 32, 128, 1, true},     // 1
+    {algorithm::registers, 4, 32, 128, 1, true},     // 2
+    {algorithm::registers, 8, 32, 128, 1, true},     // 3
+    {algorithm::registers, 16, 32, 128, 1, true},    // 4
+    {algorithm::registers, 32, 32, 256, 1, true},    // 5
+    {algorithm::registers, 64, 32, 256, 1, true},    // 6
+    {algorithm::registers, 128, 32, 256, 1, true},   // 7
+    {algorithm::registers, 256, 32, 256, 1, true},   // 8
+    {algorithm::registers, 512, 32, 512, 1, false},  // 9
+    {algorithm::cluster, 256, 32, 256, 2, false},    // 10
+    {algorithm::cluster, 256, 32, 256, 4, false},    // 11
+    {algorithm::cluster, 256, 32, 256, 8, false},    // 12
+    {algorithm::cluster, 256, 32, 256, 16, false},   // 13
+    {algorithm::cluster, 512, 32, 512, 16, false},   // 14
+    {algorithm::streaming, 256, 32, 256, 1, true},   // 15
+    {algorithm::streaming, 256, 32, 256, 8, true},   // 16
+    {algorithm::streaming, 256, 32, 256, 16, true},  // 17
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
 
-inline constexpr int first_cluster_config = 11;
-inline constexpr int last_register_config = 10;
-inline constexpr int wide_cluster_config = 15;
-inline constexpr int first_streaming_config = 16;
+inline constexpr int last_cta_config = 8;       // largest register tier of 256-thread CTAs
+inline constexpr int wide_cta_config = 9;       // one 512-thread CTA, used without clusters
+inline constexpr int first_cluster_config = 10;
+inline constexpr int first_streaming_config = 15;
 
-ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
-
-/// Vector slots per thread for a configuration at vector width `vec` (elements), for elements
-/// of `elem_size` bytes.
-constexpr int slots_per_thread(kernel_config const& c, int vec, std::size_t elem_size) noexcept {
-  return c.vecs * static_cast<int>(16 / elem_size) / vec;
+ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
+  return (a + b - 1) / b;
 }
+
+/// Vector slots per thread for a configuration at vector width `vec` (elements).
+constexpr int slots_per_thread(kernel_config const& c, int vec) noexcept { return c.elems / vec; }
 
 /// Vector windows of a row that a configuration holds in one pass (all CTAs of a cluster).
-constexpr std::int64_t window_capacity(kernel_config const& c, int vec,
-                                       std::size_t elem_size) noexcept {
-  return std::int64_t{c.threads_per_row} * slots_per_thread(c, vec, elem_size) * c.cluster_size;
+constexpr std::int64_t window_capacity(kernel_config const& c, int vec) noexcept {
+  return std::int64_t{c.threads_per_row} * slots_per_thread(c, vec) * c.cluster_size;
 }
 
-constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::int64_t windows,
-                         std::size_t elem_size) noexcept {
+constexpr plan make_plan(int config, row_layout layout, std::int64_t rows,
+                         std::int64_t windows) noexcept {
   kernel_config const& c = kernel_configs[config];
   plan p{};
   p.algo = c.algo;
@@ -127,7 +125,7 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
   p.vec = layout.vec;
   p.shifted = layout.shifted;
   p.threads_per_row = c.threads_per_row;
-  p.vecs_per_thread = slots_per_thread(c, layout.vec, elem_size);
+  p.vecs_per_thread = slots_per_thread(c, layout.vec);
   p.rows_per_cta = c.threads_per_cta / c.threads_per_row;
   p.threads_per_cta = c.threads_per_cta;
   p.cluster_size = c.cluster_size;
@@ -142,45 +140,42 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
 
 /// The plan the launchers use for `rows` rows of `cols` elements of `elem_size` bytes.
 ///
-/// Pure and constexpr: depends only on its arguments. Rules (measured on an H200, see README):
-/// rows that fit one CTA's registers use the smallest register configuration that holds them;
-/// longer rows use the smallest power-of-two cluster (up to `limits.max_cluster_size`) whose
-/// CTAs hold the row in registers; rows longer than that stream through a cluster (or one CTA
-/// without clusters) twice. The scalar fallback (`layout.vec == 1`) uses register
-/// configurations up to 32 threads per row and streams beyond.
+/// Pure and constexpr: depends only on its arguments. Rows that fit one 256-thread CTA's
+/// registers (8K elements) use the smallest register configuration that holds them; longer
+/// rows the smallest cluster (2..16 CTAs, up to `limits.max_cluster_size`) that holds them in
+/// registers, or, without clusters, one 512-thread CTA up to 16K; longer rows stream through
+/// a cluster (or one CTA) twice. The scalar fallback (`layout.vec == 1`) has register
+/// configurations up to 256 threads per row and streams beyond.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits) noexcept {
-  (void)dir;  // forward and backward currently share thresholds (equal register bytes/element)
+  (void)dir;        // forward and backward share thresholds (both hold 32 elements a thread)
+  (void)elem_size;  // thresholds are in elements: every type holds 32 per thread
   using namespace detail;
   const int vec = layout.vec;
   const std::int64_t head = layout.shifted ? vec - 1 : 0;
   const std::int64_t windows = ceil_div(cols + head, vec);
-  auto fits = [&](int config) { return windows <= window_capacity(kernel_configs[config], vec, elem_size); };
+  auto fits = [&](int config) { return windows <= window_capacity(kernel_configs[config], vec); };
 
   const int max_cluster = limits.compute_capability >= 90 ? limits.max_cluster_size : 1;
-  if (vec == 1) {
-    for (int i = 0; i <= last_register_config; ++i)
-      if (kernel_configs[i].scalar_ok && fits(i)) return make_plan(i, layout, rows, windows, elem_size);
-  } else {
-    // One 512-thread CTA is used only where no cluster of 256-thread CTAs is available
-    // (16-bit types) or for fp32 rows up to 16K, where it beats a 2-CTA cluster.
-    const int last_single =
-        (max_cluster < 2 || elem_size == 4) ? last_register_config : last_register_config - 1;
-    for (int i = 0; i <= last_single; ++i)
-      if (fits(i)) return make_plan(i, layout, rows, windows, elem_size);
+  for (int i = 0; i <= last_cta_config; ++i)
+    if ((vec > 1 || kernel_configs[i].scalar_ok) && fits(i))
+      return make_plan(i, layout, rows, windows);
+  if (vec > 1) {
+    if (max_cluster < 2 && fits(wide_cta_config))
+      return make_plan(wide_cta_config, layout, rows, windows);
     for (int i = first_cluster_config; i < first_streaming_config; ++i)
       if (kernel_configs[i].cluster_size <= max_cluster && fits(i))
-        return make_plan(i, layout, rows, windows, elem_size);
+        return make_plan(i, layout, rows, windows);
   }
-  // Streaming: a cluster as large as allowed, but no larger than the row needs (one tile each).
+  // Streaming: a cluster as large as allowed, but none larger than the row has tiles for.
   const std::int64_t tiles =
-      ceil_div(windows, window_capacity(kernel_configs[first_streaming_config], vec, elem_size));
+      ceil_div(windows, window_capacity(kernel_configs[first_streaming_config], vec));
   int config = first_streaming_config;
   for (int i = first_streaming_config + 1; i < num_kernel_configs; ++i)
     if (kernel_configs[i].cluster_size <= max_cluster && kernel_configs[i - 1].cluster_size < tiles)
       config = i;
-  return make_plan(config, layout, rows, windows, elem_size);
+  return make_plan(config, layout, rows, windows);
 }
 
 /// `plan_for` with the element size taken from `T` (float, __half or __nv_bfloat16).

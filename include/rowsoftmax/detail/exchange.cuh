@@ -34,6 +34,7 @@ struct row_exchange {
   static constexpr int warps_per_row = ThreadsPerRow / lanes;
   static constexpr int rows_per_cta = CtaThreads / ThreadsPerRow;
   static constexpr int slots_per_row = warps_per_row * ClusterSize;  // partials to combine
+  static_assert((slots_per_row & (slots_per_row - 1)) == 0, "lane groups need a power of two");
   static constexpr bool cluster = ClusterSize > 1;
 
   struct storage {
@@ -93,14 +94,16 @@ struct row_exchange {
         }
 #endif
       }
-      // Lane-parallel fold of the row's partials, then a butterfly: the same order in every
-      // warp and every CTA, hence the same bits.
+      // Lane-parallel fold of the row's partials, then a butterfly. With fewer slots than
+      // lanes, each aligned group of `spread` lanes holds every slot once, so the butterfly
+      // over that group leaves the total in every lane. The same order in every warp and every
+      // CTA, hence the same bits.
+      constexpr int spread = slots_per_row < 32 ? slots_per_row : 32;
       partial q = Reduce::identity();
 #pragma unroll
-      for (int i = lane; i < slots_per_row; i += 32) q = Reduce::combine(q, smem.slot[row][i]);
+      for (int i = lane % spread; i < slots_per_row; i += 32) q = Reduce::combine(q, smem.slot[row][i]);
 #pragma unroll
-      for (int o = (slots_per_row < 32 ? slots_per_row : 32) / 2; o > 0; o /= 2)
-        q = shfl_combine<Reduce>(q, o);
+      for (int o = spread / 2; o > 0; o /= 2) q = shfl_combine<Reduce>(q, o);
       return q;
     }
   }

@@ -30,7 +30,7 @@ struct kernel_shape {
   static constexpr int threads_per_row = config.threads_per_row;
   static constexpr int threads_per_cta = config.threads_per_cta;
   static constexpr int cluster_size = config.cluster_size;
-  static constexpr int slots = slots_per_thread(config, V, sizeof(typename Op::value_type));
+  static constexpr int slots = slots_per_thread(config, V);
   using exchange =
       row_exchange<typename Op::reduce, threads_per_row, threads_per_cta, cluster_size>;
   using fragment = typename Op::template fragment<V, slots>;
