@@ -110,7 +110,7 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   } else {
     check(softmax_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, &pl), "plan");
   }
-  if (forced >= 0) pl = detail::make_plan(forced, {pl.vec, pl.shifted}, rows, pl.windows);
+  if (forced >= 0) pl = detail::make_plan(forced, {pl.vec, pl.shifted}, rows, pl.windows, sizeof(T));
   const detail::tensor_arg fwd_t[] = {{a, cols, false}, {b, cols, true}};
   const detail::tensor_arg bwd_t[] = {{a, cols, false}, {b, cols, false}, {c, cols, true}};
   const double us = time_launches(state, [&] {

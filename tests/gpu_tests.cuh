@@ -171,10 +171,10 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
         const std::int64_t windows =
             detail::ceil_div(cols + (layout.shifted ? layout.vec - 1 : 0), layout.vec);
         if (k.algo != algorithm::streaming &&
-            detail::window_capacity(k, layout.vec) < windows)
+            detail::window_capacity(k, layout.vec, sizeof(T)) < windows)
           continue;
         launcher<T> forced;
-        forced.forced = detail::make_plan(c, layout, s.rows, windows);
+        forced.forced = detail::make_plan(c, layout, s.rows, windows, sizeof(T));
         SCOPED_TRACE("config " + std::to_string(c) + ": " + to_string(*forced.forced));
         check_forward<T>(s, seed_of(cols, c, 11), fill::random, forced);
         check_backward<T>(s, seed_of(cols, c, 12), fill::random, forced);

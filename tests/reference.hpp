@@ -91,7 +91,8 @@ struct tolerance {
   /// a row's elements are at most half an ulp each and do not all reach it) plus float32.
   static constexpr double norm = dtype<T>::unit_roundoff + 1.0e-5;
   static constexpr double abs = std::is_same_v<T, __half> ? 1.0e-7 : 1.0e-36;
-  /// |sum of a softmax row - 1|: the rounding of every element plus float32 sums.
+  /// |sum of a softmax row - 1|: the rounding of every element plus float32 sums (plus
+  /// cols * abs, for outputs below the smallest normal, e.g. 1/600000 in fp16).
   static constexpr double row_sum = 2.0 * dtype<T>::unit_roundoff + 1.0e-5;
 };
 

@@ -23,9 +23,9 @@ struct case_t {
   rs::row_layout layout;
 };
 
-// Register bytes one thread holds per tensor: the row's share must stay within 128 bytes
-// (8 vectors of 16 B), the budget the kernels were sized for (no spills at that size).
-constexpr int max_bytes_per_thread = 128;
+// Register bytes one thread holds per tensor: 32 elements in every tier but the widest
+// cluster's 64 (at most 256 B), the budgets the kernels were sized for (no spills).
+constexpr int max_bytes_per_thread = 256;
 
 // The first rule a plan breaks, or nullptr. Cheap enough to run 36 million times.
 const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, case_t c,
@@ -39,12 +39,13 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
   const std::int64_t head = c.layout.shifted ? c.layout.vec - 1 : 0;
   if (p.windows != (cols + head + c.layout.vec - 1) / c.layout.vec) return "window count";
   // Coverage: one pass holds the row, except for streaming, which loops.
-  if (p.algo != algorithm::streaming && window_capacity(k, p.vec) < p.windows)
+  if (p.algo != algorithm::streaming && window_capacity(k, p.vec, c.elem) < p.windows)
     return "row does not fit";
   // Resources.
   if (p.threads_per_cta > 1024 || p.threads_per_cta % 32 != 0) return "CTA size";
   if (p.threads_per_row * p.rows_per_cta != p.threads_per_cta) return "rows per CTA";
-  if (p.vecs_per_thread < 1 || p.vecs_per_thread * p.vec * static_cast<int>(c.elem) > max_bytes_per_thread)
+  const int bytes = p.vecs_per_thread * p.vec * static_cast<int>(c.elem);
+  if (p.vecs_per_thread < 1 || bytes != k.elems * static_cast<int>(c.elem) || bytes > max_bytes_per_thread)
     return "register bytes per thread";
   // Clusters only where allowed, one row per CTA.
   if (p.cluster_size > (d.compute_capability >= 90 ? d.max_cluster_size : 1)) return "cluster size";
@@ -85,7 +86,7 @@ TEST(Plan, RegisterTierIsTheSmallestThatFits) {
       const rs::plan p = rs::plan_for(rs::direction::forward, 5, cols, elem, {vec, false}, h200);
       if (p.algo != algorithm::registers || p.config == 0) continue;
       // The previous register configuration would not have held the row.
-      EXPECT_LT(window_capacity(kernel_configs[p.config - 1], vec), p.windows)
+      EXPECT_LT(window_capacity(kernel_configs[p.config - 1], vec, elem), p.windows)
           << "cols=" << cols;
     }
   }
@@ -112,9 +113,10 @@ TEST(Plan, TiersOnH200) {
     // Vocabulary rows: a cluster of 16.
     EXPECT_EQ(fwd(elem, 128256).algo, algorithm::cluster);
     EXPECT_EQ(fwd(elem, 128256).cluster_size, 16);
-    EXPECT_EQ(fwd(elem, 128256).threads_per_cta, 256);
+    EXPECT_EQ(fwd(elem, 128256).vecs_per_thread * fwd(elem, 128256).vec, 32);
+    // The longest register rows: a cluster of 16 with 64 elements per thread.
     EXPECT_EQ(fwd(elem, 262144).algo, algorithm::cluster);
-    EXPECT_EQ(fwd(elem, 262144).threads_per_cta, 512);
+    EXPECT_EQ(fwd(elem, 262144).vecs_per_thread * fwd(elem, 262144).vec, 64);
     EXPECT_EQ(fwd(elem, 262145).algo, algorithm::streaming);
     EXPECT_EQ(fwd(elem, 262145).cluster_size, 16);
     // Without size-16 clusters: 8, then streaming through clusters of 8.
@@ -135,13 +137,14 @@ TEST(Plan, ShiftedRowsReserveAHeadWindow) {
   const auto shifted = rs::plan_for(rs::direction::forward, 3, 2048, 4, {4, true}, h200);
   EXPECT_EQ(aligned.windows, 512);
   EXPECT_EQ(shifted.windows, 513);
-  EXPECT_GT(window_capacity(kernel_configs[shifted.config], 4), 512);
+  EXPECT_GT(window_capacity(kernel_configs[shifted.config], 4, 4), 512);
 }
 
 TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
   const auto p = [](std::int64_t cols) {
     return rs::plan_for(rs::direction::forward, 3, cols, 2, {1, false}, h200);
   };
+  // Scalar slots: 32 elements per thread, up to 256 threads.
   EXPECT_EQ(p(8192).algo, algorithm::registers);
   EXPECT_EQ(p(8193).algo, algorithm::streaming);
   EXPECT_EQ(p(8193).cluster_size, 8);          // two tiles

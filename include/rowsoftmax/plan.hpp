@@ -60,7 +60,7 @@ struct plan {
 namespace detail {
 
 /// One kernel instantiation the dispatcher can launch. Each thread holds `elems` elements of
-/// a row per pass (as elems / vec vector slots), whatever the element type and vector width.
+/// a row per pass (elems / vec vector slots), whatever the element type and vector width.
 struct kernel_config {
   algorithm algo;
   int threads_per_row;
@@ -70,12 +70,12 @@ struct kernel_config {
   bool scalar_ok;  ///< also instantiated with vec == 1 (misaligned fallback)
 };
 
-// 32 elements per thread everywhere: measured on the H200, 16-bit rows held as 64 elements per
-// thread (127 registers, 2 CTAs of 256 threads per SM) ran at 21-63% of the copy bandwidth,
-// 32 elements per thread at 86-99% (README, "Tuning notes"). Sub-warp rows share 128-thread
-// CTAs; whole-warp and longer rows use 256-thread CTAs, and clusters of them beyond 8K
-// elements. A 512-thread CTA holds 16K elements where clusters are unavailable, and a cluster
-// of 16 such CTAs holds 256K. Streaming tiles are 8K elements per CTA.
+// 32 elements per thread: measured on the H200, 16-bit rows held as 64 elements per thread
+// took 127 registers (2 CTAs of 256 threads per SM) and did no better; capped at 64 registers
+// they spill (README, "Tuning notes"). Sub-warp rows share 128-thread CTAs; whole-warp and
+// longer rows use 256-thread CTAs, and clusters of them beyond 8K elements. A 512-thread CTA
+// holds 16K elements where clusters are unavailable; a cluster of 16 CTAs with 64 elements per
+// thread holds 256K. Streaming tiles are 256 threads x 32 elements.
 inline constexpr kernel_config kernel_configs[] = {
     {algorithm::registers, 1, 32, 128, 1, true},     // 0
     {algorithm::registers, 2, 32, 128, 1, true},     // 1
@@ -91,7 +91,7 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::cluster, 256, 32, 256, 4, false},    // 11
     {algorithm::cluster, 256, 32, 256, 8, false},    // 12
     {algorithm::cluster, 256, 32, 256, 16, false},   // 13
-    {algorithm::cluster, 512, 32, 512, 16, false},   // 14
+    {algorithm::cluster, 256, 64, 256, 16, false},   // 14
     {algorithm::streaming, 256, 32, 256, 1, true},   // 15
     {algorithm::streaming, 256, 32, 256, 8, true},   // 16
     {algorithm::streaming, 256, 32, 256, 16, true},  // 17
@@ -108,16 +108,21 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int6
   return (a + b - 1) / b;
 }
 
-/// Vector slots per thread for a configuration at vector width `vec` (elements).
-constexpr int slots_per_thread(kernel_config const& c, int vec) noexcept { return c.elems / vec; }
-
-/// Vector windows of a row that a configuration holds in one pass (all CTAs of a cluster).
-constexpr std::int64_t window_capacity(kernel_config const& c, int vec) noexcept {
-  return std::int64_t{c.threads_per_row} * slots_per_thread(c, vec) * c.cluster_size;
+/// Vector slots per thread for a configuration at vector width `vec` (elements). `elem_size`
+/// is part of the signature for thresholds that may come to depend on the type.
+constexpr int slots_per_thread(kernel_config const& c, int vec, std::size_t elem_size) noexcept {
+  (void)elem_size;
+  return c.elems / vec;
 }
 
-constexpr plan make_plan(int config, row_layout layout, std::int64_t rows,
-                         std::int64_t windows) noexcept {
+/// Vector windows of a row that a configuration holds in one pass (all CTAs of a cluster).
+constexpr std::int64_t window_capacity(kernel_config const& c, int vec,
+                                       std::size_t elem_size) noexcept {
+  return std::int64_t{c.threads_per_row} * slots_per_thread(c, vec, elem_size) * c.cluster_size;
+}
+
+constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::int64_t windows,
+                         std::size_t elem_size) noexcept {
   kernel_config const& c = kernel_configs[config];
   plan p{};
   p.algo = c.algo;
@@ -125,7 +130,7 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows,
   p.vec = layout.vec;
   p.shifted = layout.shifted;
   p.threads_per_row = c.threads_per_row;
-  p.vecs_per_thread = slots_per_thread(c, layout.vec);
+  p.vecs_per_thread = slots_per_thread(c, layout.vec, elem_size);
   p.rows_per_cta = c.threads_per_cta / c.threads_per_row;
   p.threads_per_cta = c.threads_per_cta;
   p.cluster_size = c.cluster_size;
@@ -149,33 +154,34 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows,
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits) noexcept {
-  (void)dir;        // forward and backward share thresholds (both hold 32 elements a thread)
-  (void)elem_size;  // thresholds are in elements: every type holds 32 per thread
+  (void)dir;  // forward and backward share thresholds (both hold 32 elements a thread)
   using namespace detail;
   const int vec = layout.vec;
   const std::int64_t head = layout.shifted ? vec - 1 : 0;
   const std::int64_t windows = ceil_div(cols + head, vec);
-  auto fits = [&](int config) { return windows <= window_capacity(kernel_configs[config], vec); };
+  auto fits = [&](int config) {
+    return windows <= window_capacity(kernel_configs[config], vec, elem_size);
+  };
 
   const int max_cluster = limits.compute_capability >= 90 ? limits.max_cluster_size : 1;
   for (int i = 0; i <= last_cta_config; ++i)
     if ((vec > 1 || kernel_configs[i].scalar_ok) && fits(i))
-      return make_plan(i, layout, rows, windows);
+      return make_plan(i, layout, rows, windows, elem_size);
   if (vec > 1) {
     if (max_cluster < 2 && fits(wide_cta_config))
-      return make_plan(wide_cta_config, layout, rows, windows);
+      return make_plan(wide_cta_config, layout, rows, windows, elem_size);
     for (int i = first_cluster_config; i < first_streaming_config; ++i)
       if (kernel_configs[i].cluster_size <= max_cluster && fits(i))
-        return make_plan(i, layout, rows, windows);
+        return make_plan(i, layout, rows, windows, elem_size);
   }
   // Streaming: a cluster as large as allowed, but none larger than the row has tiles for.
   const std::int64_t tiles =
-      ceil_div(windows, window_capacity(kernel_configs[first_streaming_config], vec));
+      ceil_div(windows, window_capacity(kernel_configs[first_streaming_config], vec, elem_size));
   int config = first_streaming_config;
   for (int i = first_streaming_config + 1; i < num_kernel_configs; ++i)
     if (kernel_configs[i].cluster_size <= max_cluster && kernel_configs[i - 1].cluster_size < tiles)
       config = i;
-  return make_plan(config, layout, rows, windows);
+  return make_plan(config, layout, rows, windows, elem_size);
 }
 
 /// `plan_for` with the element size taken from `T` (float, __half or __nv_bfloat16).

@@ -142,9 +142,9 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
   if (p.vec > layout.vec || (layout.shifted && !p.shifted && p.vec > 1)) return cudaErrorInvalidValue;
   kernel_config const& c = kernel_configs[p.config];
   const std::int64_t windows = ceil_div(a.cols + (p.vec > 1 && p.shifted ? p.vec - 1 : 0), p.vec);
-  if (c.algo != algorithm::streaming && windows > window_capacity(c, p.vec))
+  if (c.algo != algorithm::streaming && windows > window_capacity(c, p.vec, elem))
     return cudaErrorInvalidValue;
-  const plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows);
+  const plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem);
   if (q.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
   int device = 0;
   ROWSOFTMAX_TRY(cudaGetDevice(&device));

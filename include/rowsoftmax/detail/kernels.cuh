@@ -30,7 +30,7 @@ struct kernel_shape {
   static constexpr int threads_per_row = config.threads_per_row;
   static constexpr int threads_per_cta = config.threads_per_cta;
   static constexpr int cluster_size = config.cluster_size;
-  static constexpr int slots = slots_per_thread(config, V);
+  static constexpr int slots = slots_per_thread(config, V, sizeof(typename Op::value_type));
   using exchange =
       row_exchange<typename Op::reduce, threads_per_row, threads_per_cta, cluster_size>;
   using fragment = typename Op::template fragment<V, slots>;
@@ -51,8 +51,15 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta)
   const int cta_rank = cluster > 1 ? static_cast<int>(blockIdx.x % cluster) : 0;
   const std::int64_t row = std::int64_t{blockIdx.x / cluster} * (shape::threads_per_cta / tpr) +
                            threadIdx.x / tpr;
-  const std::int64_t first = std::int64_t{cta_rank} * tpr * shape::slots + threadIdx.x % tpr;
-  const row_window w = Op::template window<V>(a, row, first);
+  row_window w = Op::template window<V>(a, row, threadIdx.x % tpr);
+  if constexpr (cluster > 1) {
+    // Equal shares: CTA r owns windows [r * share, (r + 1) * share), so a row just above a
+    // cluster threshold keeps every CTA equally busy instead of leaving the last ones empty.
+    const std::int64_t share = ceil_div(ceil_div(w.cols + w.shift, V), cluster);
+    w.first += cta_rank * share;
+    const std::int64_t end = (cta_rank + 1) * share * V - w.shift;
+    w.cols = end < w.cols ? end : w.cols;
+  }
 
   typename shape::fragment f;
   Op::template load<tpr>(a, w, f);

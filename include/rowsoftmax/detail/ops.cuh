@@ -32,7 +32,7 @@ struct forward_op {
   template <int V, int N>
   struct fragment {
     float v[N][V];
-    float m;  // max over this thread's slots (-inf if none is valid)
+    float m;  // max over this thread's slots (-inf if none is valid), set by load
   };
 
   template <int V>
@@ -46,19 +46,18 @@ struct forward_op {
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f) {
     vec_t<T, V> raw[N];
     load_windows<Stride>(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), raw);
+    f.m = neg_inf;
 #pragma unroll
-    for (int k = 0; k < N; ++k)
+    for (int k = 0; k < N; ++k) {
+      f.m = fmaxf(f.m, max_of(raw[k].v));
 #pragma unroll
       for (int l = 0; l < V; ++l) f.v[k][l] = to_float(raw[k].v[l]);
+    }
   }
 
   template <int V, int N>
   __device__ static partial fold(fragment<V, N>& f) {
-    float m = neg_inf;
-#pragma unroll
-    for (int k = 0; k < N; ++k)
-#pragma unroll
-      for (int l = 0; l < V; ++l) m = fmaxf(m, f.v[k][l]);
+    const float m = f.m;
     const float shift = safe_shift(m);
     float s = 0.0f;
 #pragma unroll
@@ -68,7 +67,6 @@ struct forward_op {
         f.v[k][l] = exp2_fast((f.v[k][l] - shift) * log2e);
         s += f.v[k][l];
       }
-    f.m = m;
     return {m, s};
   }
 

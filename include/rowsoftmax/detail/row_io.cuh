@@ -18,7 +18,8 @@ struct alignas(sizeof(T) * V) vec_t {
 /// [0, cols) is one aligned vector access.
 struct row_window {
   std::int64_t row;    ///< row index, clamped into range for inactive threads
-  std::int64_t cols;   ///< valid elements: the row length, or 0 for a row past the end
+  std::int64_t cols;   ///< elements before this limit are valid: the row length (or the end of
+                       ///< this CTA's share of a cluster row), 0 for a row past the end
   std::int64_t first;  ///< window of this thread's slot 0; slot k is first + k * Stride
   int shift;           ///< elements between the aligned base and the row start (the head)
 };
