@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Side-by-side: rowsoftmax against PyTorch eager, torch.compile, a Triton kernel written here,
+and quack (when importable), forward and backward, in one process on the same tensors.
+
+    PYTHONPATH=examples/pytorch python benchmarks/compare_peers.py --out results/
+
+Each implementation is timed by CUDA events around single calls (median of --reps after
+--warmup calls, inputs warm in memory as in training loops), as TB/s over the bytes a softmax
+must move (forward 2*rows*cols*size, backward 3*rows*cols*size), and as a percentage of the
+device-to-device copy bandwidth measured in the same run. Every result carries its normwise
+error against float64 (first rows of the tensor), so a fast wrong answer cannot hide.
+Writes compare.csv, compare.json, compare_forward.png and compare_backward.png to --out.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+# --------------------------------------------------------------------------- Triton peer
+
+@triton.jit
+def _tr_fwd_block(X, Y, xs, ys, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(X + row * xs + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, 0))
+    tl.store(Y + row * ys + cols, (e / tl.sum(e, 0)).to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _tr_fwd_loop(X, Y, xs, ys, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    m = -float("inf")
+    s = 0.0
+    for off in range(0, n, BLOCK):  # online (max, sum)
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(X + row * xs + cols, mask=cols < n, other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, 0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), 0)
+        m = m_new
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(X + row * xs + cols, mask=cols < n, other=-float("inf")).to(tl.float32)
+        tl.store(Y + row * ys + cols, (tl.exp(x - m) / s).to(Y.dtype.element_ty), mask=cols < n)
+
+
+@triton.jit
+def _tr_bwd_block(DY, Y, DX, s_, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    dy = tl.load(DY + row * s_ + cols, mask=mask, other=0.0).to(tl.float32)
+    y = tl.load(Y + row * s_ + cols, mask=mask, other=0.0).to(tl.float32)
+    dot = tl.sum(dy * y, 0)
+    tl.store(DX + row * s_ + cols, (y * (dy - dot)).to(DX.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _tr_bwd_loop(DY, Y, DX, s_, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    dot = 0.0
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        dy = tl.load(DY + row * s_ + cols, mask=cols < n, other=0.0).to(tl.float32)
+        y = tl.load(Y + row * s_ + cols, mask=cols < n, other=0.0).to(tl.float32)
+        dot += tl.sum(dy * y, 0)
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        dy = tl.load(DY + row * s_ + cols, mask=cols < n, other=0.0).to(tl.float32)
+        y = tl.load(Y + row * s_ + cols, mask=cols < n, other=0.0).to(tl.float32)
+        tl.store(DX + row * s_ + cols, (y * (dy - dot)).to(DX.dtype.element_ty), mask=cols < n)
+
+
+ONE_BLOCK_MAX = 8192  # one program holds the row up to here; longer rows loop in 4096 chunks
+
+
+def _warps(block):
+    return 4 if block <= 1024 else 8 if block <= 4096 else 16
+
+
+def triton_forward(x):
+    x2 = x.reshape(-1, x.shape[-1])
+    y = torch.empty_like(x2)
+    rows, n = x2.shape
+    if n <= ONE_BLOCK_MAX:
+        b = triton.next_power_of_2(n)
+        _tr_fwd_block[(rows,)](x2, y, x2.stride(0), y.stride(0), n, BLOCK=b, num_warps=_warps(b))
+    else:
+        _tr_fwd_loop[(rows,)](x2, y, x2.stride(0), y.stride(0), n, BLOCK=4096, num_warps=8)
+    return y.view(x.shape)
+
+
+def triton_backward(dy, y):
+    dy2, y2 = dy.reshape(-1, dy.shape[-1]), y.reshape(-1, y.shape[-1])
+    dx = torch.empty_like(y2)
+    rows, n = y2.shape
+    if n <= ONE_BLOCK_MAX:
+        b = triton.next_power_of_2(n)
+        _tr_bwd_block[(rows,)](dy2, y2, dx, n, n, BLOCK=b, num_warps=_warps(b))
+    else:
+        _tr_bwd_loop[(rows,)](dy2, y2, dx, n, n, BLOCK=4096, num_warps=8)
+    return dx.view(y.shape)
+
+
+# --------------------------------------------------------------------------- peers
+
+def implementations():
+    """name -> (forward(x), backward(dy, y)) or a string saying why it is missing."""
+    impls = {}
+    try:
+        import rowsoftmax_torch as rs
+        impls["rowsoftmax"] = (rs.softmax_forward, rs.softmax_backward)
+    except Exception as e:  # noqa: BLE001
+        impls["rowsoftmax"] = f"not importable: {e}"
+    impls["torch eager"] = (
+        lambda x: torch.softmax(x, dim=-1),
+        lambda dy, y: torch._softmax_backward_data(dy, y, -1, y.dtype),
+    )
+
+    def bwd_expr(dy, y):
+        dot = (dy.float() * y.float()).sum(-1, keepdim=True)
+        return (y.float() * (dy.float() - dot)).to(y.dtype)
+
+    # dynamic=True: one compile per dtype and direction for all shapes (static-shape compiles
+    # for every shape did not fit the device-time budget of a run).
+    impls["torch.compile"] = (
+        torch.compile(lambda x: torch.softmax(x, dim=-1), dynamic=True),
+        torch.compile(bwd_expr, dynamic=True),
+    )
+    impls["triton"] = (triton_forward, triton_backward)
+    try:
+        from quack.softmax import softmax_bwd, softmax_fwd
+        impls["quack"] = (softmax_fwd, softmax_bwd)
+    except Exception as e:  # noqa: BLE001
+        impls["quack"] = f"not importable: {type(e).__name__}: {e}"
+    return impls
+
+
+# --------------------------------------------------------------------------- measuring
+
+def time_ms(fn, warmup, reps):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for s, e in zip(starts, ends):
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def copy_tbps(reps=20):
+    a = torch.empty(2 ** 29, dtype=torch.float16, device="cuda").uniform_()
+    b = torch.empty_like(a)
+    ms = time_ms(lambda: b.copy_(a), 3, reps)
+    return 2 * a.numel() * a.element_size() / (ms * 1e-3) / 1e12
+
+
+def normwise(out, ref, check_rows):
+    out = out.reshape(-1, out.shape[-1])[:check_rows].double()
+    ref = ref.reshape(-1, ref.shape[-1])[:check_rows]
+    return ((out - ref).norm() / ref.norm()).item()
+
+
+def shapes():
+    """(label, shape, dtypes) per the comparison's shape set."""
+    every = (torch.bfloat16, torch.float16, torch.float32)
+    out = []
+    for n in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536):  # quack's own set
+        out.append((f"32768x{n}", (32768, n), every))
+    out.append(("16384x131072", (16384, 131072), every))
+    out.append(("8192x262144", (8192, 262144), every))
+    for n in (1000, 4097, 32000, 50257, 128256, 151936):  # odd cols, rows*cols ~ 2^27
+        out.append((f"{2 ** 27 // n}x{n}", (2 ** 27 // n, n), every))
+    out.append(("attn 8x12x512x512", (8, 12, 512, 512), (torch.float16,)))
+    for r in (1, 8, 64):  # decode-time sampling
+        out.append((f"decode {r}x128256", (r, 128256), (torch.float32,)))
+    return out
+
+
+NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="compare-out")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--check-rows", type=int, default=64, help="rows compared with float64")
+    ap.add_argument("--budget", type=float, default=400.0, help="seconds; later shapes are skipped")
+    ap.add_argument("--quick", action="store_true", help="bf16 and the first shapes only")
+    args = ap.parse_args()
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not torch.cuda.is_available():
+        print("no CUDA device: nothing to compare")
+        return 0
+
+    t0 = time.time()
+    torch.manual_seed(0)
+    copy = copy_tbps()
+    dev = torch.cuda.get_device_name()
+    impls = implementations()
+    missing = {k: v for k, v in impls.items() if isinstance(v, str)}
+    impls = {k: v for k, v in impls.items() if not isinstance(v, str)}
+    print(f"device {dev}, copy {copy:.3f} TB/s, torch {torch.__version__}, triton {triton.__version__}")
+    for k, v in missing.items():
+        print(f"skipped {k}: {v}")
+
+    results, skipped = [], []
+    for label, shape, dtypes in shapes():
+        for dtype in dtypes:
+            if args.quick and dtype != torch.bfloat16:
+                continue
+            if time.time() - t0 > args.budget:
+                skipped.append(f"{label} {NAMES[dtype]}")
+                continue
+            x = (torch.rand(shape, device="cuda") * 16 - 8).to(dtype)
+            dy = (torch.rand(shape, device="cuda") * 2 - 1).to(dtype)
+            rows = x.numel() // shape[-1]
+            check = min(rows, args.check_rows)
+            ref_y = torch.softmax(x.reshape(-1, shape[-1])[:check].double(), dim=-1)
+            y = torch.softmax(x, dim=-1)
+            yd = y.reshape(-1, shape[-1])[:check].double()
+            dyd = dy.reshape(-1, shape[-1])[:check].double()
+            ref_dx = yd * (dyd - (dyd * yd).sum(-1, keepdim=True))
+            size = x.element_size() * x.numel()
+            for direction, nbytes in (("forward", 2 * size), ("backward", 3 * size)):
+                for name, (fwd, bwd) in impls.items():
+                    call = (lambda: fwd(x)) if direction == "forward" else (lambda: bwd(dy, y))
+                    try:
+                        got = call()
+                        err = normwise(got, ref_y if direction == "forward" else ref_dx, check)
+                        del got
+                        ms = time_ms(call, args.warmup, args.reps)
+                    except Exception as e:  # noqa: BLE001
+                        print(f"  {name} {direction} {label} {NAMES[dtype]}: failed: {type(e).__name__}: {e}")
+                        continue
+                    tbps = nbytes / (ms * 1e-3) / 1e12
+                    results.append(dict(direction=direction, dtype=NAMES[dtype], shape=label,
+                                        rows=rows, cols=shape[-1], impl=name, us=ms * 1e3,
+                                        tbps=tbps, pct_copy=100 * tbps / copy, rel_err=err))
+            del x, dy, y
+            torch.cuda.empty_cache()
+
+    # Ratio of rowsoftmax to the best peer, per shape.
+    best = {}
+    for r in results:
+        if r["impl"] != "rowsoftmax":
+            k = (r["direction"], r["dtype"], r["shape"])
+            best[k] = max(best.get(k, 0.0), r["tbps"])
+    for r in results:
+        k = (r["direction"], r["dtype"], r["shape"])
+        r["vs_best_peer"] = r["tbps"] / best[k] if best.get(k) else float("nan")
+
+    meta = dict(device=dev, copy_tbps=copy, torch=torch.__version__, triton=triton.__version__,
+                date=time.strftime("%Y-%m-%d"), commit=os.environ.get("ROWSOFTMAX_COMMIT", "unknown"),
+                missing=missing, skipped_for_time=skipped)
+    (out_dir / "compare.json").write_text(json.dumps(dict(meta=meta, results=results), indent=1))
+    with open(out_dir / "compare.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(results[0].keys()) if results else ["none"])
+        w.writeheader()
+        w.writerows(results)
+    plot(results, out_dir, meta)
+    print_table(results, impls.keys(), copy)
+    if skipped:
+        print(f"skipped for the time budget: {', '.join(skipped)}")
+    return 0
+
+
+def print_table(results, names, copy):
+    names = list(names)
+    print(f"\nTB/s (and rel. error vs float64) per implementation; copy {copy:.3f} TB/s; "
+          "last column: rowsoftmax / best peer")
+    head = f"{'dir':4} {'dtype':5} {'shape':20}" + "".join(f" {n[:13]:>21}" for n in names) + "   ratio"
+    print(head)
+    keys = []
+    for r in results:
+        k = (r["direction"], r["dtype"], r["shape"])
+        if k not in keys:
+            keys.append(k)
+    for k in keys:
+        row = {r["impl"]: r for r in results if (r["direction"], r["dtype"], r["shape"]) == k}
+        cells = "".join(
+            f" {row[n]['tbps']:6.3f} ({row[n]['rel_err']:8.1e}) " if n in row else f" {'-':>21}" for n in names)
+        ratio = row["rowsoftmax"]["vs_best_peer"] if "rowsoftmax" in row else float("nan")
+        print(f"{k[0][:4]:4} {k[1]:5} {k[2]:20}{cells} {ratio:6.2f}")
+
+
+def plot(results, out_dir, meta):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:  # noqa: BLE001
+        print(f"no plots: {e}")
+        return
+    for direction in ("forward", "backward"):
+        fig, axes = plt.subplots(1, 3, figsize=(18, 5), sharey=True)
+        for ax, dtype in zip(axes, ("bf16", "fp16", "fp32")):
+            rows = [r for r in results if r["direction"] == direction and r["dtype"] == dtype
+                    and not r["shape"].startswith(("attn", "decode"))]
+            for name in sorted({r["impl"] for r in rows}):
+                pts = sorted((r["cols"], r["tbps"]) for r in rows if r["impl"] == name)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+            ax.axhline(meta["copy_tbps"], color="gray", linestyle="--", label="copy")
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{direction} {dtype}")
+            ax.set_xlabel("cols (rows x cols ~ 2^27 .. 2^31)")
+            ax.grid(True, alpha=0.3)
+        axes[0].set_ylabel("TB/s")
+        axes[0].legend()
+        fig.suptitle(f"row softmax {direction} on {meta['device']}, {meta['date']}, commit {meta['commit']}")
+        fig.tight_layout()
+        fig.savefig(out_dir / f"compare_{direction}.png", dpi=80)
+        plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
