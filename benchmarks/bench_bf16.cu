@@ -3,5 +3,7 @@
 #include "bench_common.cuh"
 
 namespace rowsoftmax::bench {
-void register_bf16() { register_type<__nv_bfloat16>(); }
+void register_bf16() {
+  register_type<__nv_bfloat16>();
+}
 }  // namespace rowsoftmax::bench

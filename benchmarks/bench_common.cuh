@@ -42,7 +42,8 @@ struct pool {
   template <class T>
   T* as(int i) {
     if (filled_as != sizeof(T) * 16 + (std::is_same_v<T, __half> ? 1 : 0)) {
-      for (int k = 0; k < 3; ++k) fill_random(static_cast<T*>(buf[k]), bytes / sizeof(T), 1234u + k);
+      for (int k = 0; k < 3; ++k)
+        fill_random(static_cast<T*>(buf[k]), bytes / sizeof(T), 1234u + k);
       check(cudaDeviceSynchronize(), "pool fill");
       filled_as = sizeof(T) * 16 + (std::is_same_v<T, __half> ? 1 : 0);
     }
@@ -89,11 +90,17 @@ double time_launches(benchmark::State& state, F&& launch) {
 template <class T>
 const char* dtype_name();
 template <>
-inline const char* dtype_name<float>() { return "fp32"; }
+inline const char* dtype_name<float>() {
+  return "fp32";
+}
 template <>
-inline const char* dtype_name<__half>() { return "fp16"; }
+inline const char* dtype_name<__half>() {
+  return "fp16";
+}
 template <>
-inline const char* dtype_name<__nv_bfloat16>() { return "bf16"; }
+inline const char* dtype_name<__nv_bfloat16>() {
+  return "bf16";
+}
 
 /// One benchmark: forward (2 tensors moved) or backward (3) of rows x cols.
 /// `forced`: a kernel configuration to use instead of the launcher's choice (-1: none).
@@ -110,14 +117,17 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   } else {
     check(softmax_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, &pl), "plan");
   }
-  if (forced >= 0) pl = detail::make_plan(forced, {pl.vec, pl.shifted}, rows, pl.windows, sizeof(T));
+  if (forced >= 0)
+    pl = detail::make_plan(forced, {pl.vec, pl.shifted}, rows, pl.windows, sizeof(T));
   const detail::tensor_arg fwd_t[] = {{a, cols, false}, {b, cols, true}};
   const detail::tensor_arg bwd_t[] = {{a, cols, false}, {b, cols, false}, {c, cols, true}};
   const double us = time_launches(state, [&] {
     if (forced >= 0)
       return dir == direction::forward
-                 ? detail::run<detail::forward_op<T>>(pl, fwd_t, {a, cols, b, cols, rows, cols}, nullptr)
-                 : detail::run<detail::backward_op<T>>(pl, bwd_t, {a, cols, b, cols, c, cols, rows, cols}, nullptr);
+                 ? detail::run<detail::forward_op<T>>(pl, fwd_t, {a, cols, b, cols, rows, cols},
+                                                      nullptr)
+                 : detail::run<detail::backward_op<T>>(
+                       pl, bwd_t, {a, cols, b, cols, c, cols, rows, cols}, nullptr);
     return dir == direction::forward ? softmax_forward<T>(a, b, rows, cols)
                                      : softmax_backward<T>(a, b, c, rows, cols);
   });
@@ -130,8 +140,13 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   state.counters["TBps"] = tbps;
   state.counters["pct_copy"] = 100.0 * tbps / copy_bandwidth();
   result& r = results()[name];
-  r = {dir == direction::forward ? "forward" : "backward", dtype_name<T>(), to_string(pl), rows, cols,
-       us, tbps};
+  r = {dir == direction::forward ? "forward" : "backward",
+       dtype_name<T>(),
+       to_string(pl),
+       rows,
+       cols,
+       us,
+       tbps};
 }
 
 /// Registers the sweeps for one element type (defined in bench_<type>.cu).
@@ -141,16 +156,17 @@ void register_bf16();
 
 template <class T>
 void register_type() {
-  const std::int64_t sweep[] = {256,   512,   1000,  1024,  2048,   4096,   4097,   8192,
-                                16384, 32000, 32768, 50257, 65536,  128256, 131072, 151936,
-                                262144};
+  const std::int64_t sweep[] = {256,   512,   1000,  1024,  2048,   4096,   4097,   8192,  16384,
+                                32000, 32768, 50257, 65536, 128256, 131072, 151936, 262144};
   for (direction dir : {direction::forward, direction::backward}) {
     const char* d = dir == direction::forward ? "forward" : "backward";
     for (std::int64_t cols : sweep) {
       const std::int64_t rows = std::max<std::int64_t>(1, sweep_elems / cols);
-      const std::string name = std::string(d) + "/" + dtype_name<T>() + "/cols:" + std::to_string(cols);
+      const std::string name =
+          std::string(d) + "/" + dtype_name<T>() + "/cols:" + std::to_string(cols);
       benchmark::RegisterBenchmark(
-          name.c_str(), [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols); })
+          name.c_str(),
+          [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols); })
           ->UseManualTime()
           ->MinTime(0.1)
           ->Unit(benchmark::kMicrosecond);
@@ -159,10 +175,14 @@ void register_type() {
     for (int lg = 20; lg <= 24; ++lg) {
       const std::int64_t cols = std::int64_t{1} << lg;
       const std::int64_t rows = std::max<std::int64_t>(8, sweep_elems / cols);
-      if (rows * cols * static_cast<std::int64_t>(sizeof(T)) > static_cast<std::int64_t>(pool::bytes)) continue;
-      const std::string name = std::string(d) + "/" + dtype_name<T>() + "/long/cols:" + std::to_string(cols);
+      if (rows * cols * static_cast<std::int64_t>(sizeof(T)) >
+          static_cast<std::int64_t>(pool::bytes))
+        continue;
+      const std::string name =
+          std::string(d) + "/" + dtype_name<T>() + "/long/cols:" + std::to_string(cols);
       benchmark::RegisterBenchmark(
-          name.c_str(), [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols); })
+          name.c_str(),
+          [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols); })
           ->UseManualTime()
           ->MinTime(0.1)
           ->Unit(benchmark::kMicrosecond);

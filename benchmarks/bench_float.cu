@@ -10,11 +10,13 @@ void register_float() {
   // Also forced through the other configurations that hold such a row (tuning data).
   for (int config : {-1, 14, 16, 17})
     for (std::int64_t rows : {1, 8, 64}) {
-      const std::string name = "forward/fp32/decode/rows:" + std::to_string(rows) +
-                               "/cols:128256" + (config < 0 ? "" : "/config:" + std::to_string(config));
-      benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
-        softmax_benchmark<float>(s, name, direction::forward, rows, 128256, config);
-      })
+      const std::string name = "forward/fp32/decode/rows:" + std::to_string(rows) + "/cols:128256" +
+                               (config < 0 ? "" : "/config:" + std::to_string(config));
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [=](benchmark::State& s) {
+                                     softmax_benchmark<float>(s, name, direction::forward, rows,
+                                                              128256, config);
+                                   })
           ->UseManualTime()
           ->MinTime(0.1)
           ->Unit(benchmark::kMicrosecond);

@@ -3,5 +3,7 @@
 #include "bench_common.cuh"
 
 namespace rowsoftmax::bench {
-void register_half() { register_type<__half>(); }
+void register_half() {
+  register_type<__half>();
+}
 }  // namespace rowsoftmax::bench

@@ -49,8 +49,12 @@ void fill_converted(T* p, std::size_t n, std::uint32_t seed) {
   check(cudaDeviceSynchronize(), "convert");
   cudaFree(tmp);
 }
-void fill_random(__half* p, std::size_t n, std::uint32_t seed) { fill_converted(p, n, seed); }
-void fill_random(__nv_bfloat16* p, std::size_t n, std::uint32_t seed) { fill_converted(p, n, seed); }
+void fill_random(__half* p, std::size_t n, std::uint32_t seed) {
+  fill_converted(p, n, seed);
+}
+void fill_random(__nv_bfloat16* p, std::size_t n, std::uint32_t seed) {
+  fill_converted(p, n, seed);
+}
 
 pool& pool::get() {
   static pool p = [] {

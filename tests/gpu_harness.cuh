@@ -35,15 +35,16 @@ inline bool have_gpu() {
 
 inline ::testing::AssertionResult cuda_ok(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << what << ": " << cudaGetErrorName(e) << " ("
-                                       << cudaGetErrorString(e) << ")";
+  return ::testing::AssertionFailure()
+         << what << ": " << cudaGetErrorName(e) << " (" << cudaGetErrorString(e) << ")";
 }
 #define ROWSOFTMAX_CUDA_OK(expr) ASSERT_TRUE(::rowsoftmax::test::cuda_ok((expr), #expr))
 
 /// Runs f(begin, end) over [0, n) on all host cores.
-inline void parallel_rows(std::int64_t n, std::function<void(std::int64_t, std::int64_t)> const& f) {
-  const std::int64_t workers =
-      std::max<std::int64_t>(1, std::min<std::int64_t>(std::thread::hardware_concurrency(), n / 4 + 1));
+inline void parallel_rows(std::int64_t n,
+                          std::function<void(std::int64_t, std::int64_t)> const& f) {
+  const std::int64_t workers = std::max<std::int64_t>(
+      1, std::min<std::int64_t>(std::thread::hardware_concurrency(), n / 4 + 1));
   std::vector<std::thread> pool;
   const std::int64_t chunk = (n + workers - 1) / workers;
   for (std::int64_t b = 0; b < n; b += chunk) pool.emplace_back(f, b, std::min(n, b + chunk));
@@ -164,13 +165,15 @@ void make_special_row(std::vector<T>& buf, std::int64_t base, std::int64_t cols,
 /// Compares one output buffer with the reference rows and checks that nothing outside the rows
 /// changed (`untouched` holds the expected bytes there). Returns a failure message or "".
 template <class T>
-std::string compare(shape const& s, std::vector<T> const& out, std::vector<T> const& untouched,
-                    std::int64_t offset, std::int64_t stride,
-                    std::function<void(std::int64_t, std::vector<double>&, std::vector<double>&)> const& ref_row,
-                    bool softmax_rows) {
+std::string compare(
+    shape const& s, std::vector<T> const& out, std::vector<T> const& untouched, std::int64_t offset,
+    std::int64_t stride,
+    std::function<void(std::int64_t, std::vector<double>&, std::vector<double>&)> const& ref_row,
+    bool softmax_rows) {
   std::vector<std::string> errors(static_cast<std::size_t>(s.rows));
   parallel_rows(s.rows, [&](std::int64_t r0, std::int64_t r1) {
-    std::vector<double> ref(static_cast<std::size_t>(s.cols)), scale(static_cast<std::size_t>(s.cols));
+    std::vector<double> ref(static_cast<std::size_t>(s.cols)),
+        scale(static_cast<std::size_t>(s.cols));
     for (std::int64_t r = r0; r < r1; ++r) {
       ref_row(r, ref, scale);
       const std::int64_t base = offset + r * stride;
@@ -189,11 +192,12 @@ std::string compare(shape const& s, std::vector<T> const& out, std::vector<T> co
           finite_row = false;
           continue;
         }
-        const double bound = tolerance<T>::rel * scale[static_cast<std::size_t>(j)] + tolerance<T>::abs;
+        const double bound =
+            tolerance<T>::rel * scale[static_cast<std::size_t>(j)] + tolerance<T>::abs;
         if (!(std::abs(o - e) <= bound)) {
           std::ostringstream m;
-          m << "row " << r << " col " << j << ": got " << o << ", reference " << e
-            << " (bound " << bound << ")";
+          m << "row " << r << " col " << j << ": got " << o << ", reference " << e << " (bound "
+            << bound << ")";
           errors[static_cast<std::size_t>(r)] = m.str();
           break;
         }
@@ -204,7 +208,8 @@ std::string compare(shape const& s, std::vector<T> const& out, std::vector<T> co
       }
       if (!errors[static_cast<std::size_t>(r)].empty()) continue;
       // Normwise, tighter than the element bound: rounding errors average out over a row.
-      if (std::sqrt(err2) > tolerance<T>::norm * std::sqrt(scale2) + tolerance<T>::abs * std::sqrt(double(s.cols))) {
+      if (std::sqrt(err2) >
+          tolerance<T>::norm * std::sqrt(scale2) + tolerance<T>::abs * std::sqrt(double(s.cols))) {
         std::ostringstream m;
         m << "row " << r << ": normwise error " << std::sqrt(err2) << " against ||scale|| "
           << std::sqrt(scale2) << " (||ref|| " << std::sqrt(ref2) << ")";
@@ -222,7 +227,8 @@ std::string compare(shape const& s, std::vector<T> const& out, std::vector<T> co
   // Every element outside the rows keeps its bytes.
   std::vector<bool> in_row(out.size(), false);
   for (std::int64_t r = 0; r < s.rows; ++r)
-    for (std::int64_t j = 0; j < s.cols; ++j) in_row[static_cast<std::size_t>(offset + r * stride + j)] = true;
+    for (std::int64_t j = 0; j < s.cols; ++j)
+      in_row[static_cast<std::size_t>(offset + r * stride + j)] = true;
   for (std::size_t i = 0; i < out.size(); ++i)
     if (!in_row[i] && !same_bits(out[i], untouched[i])) {
       std::ostringstream m;
@@ -281,7 +287,8 @@ struct launcher {
   }
 };
 
-/// Forward on fresh random data for shape `s`; checks every row. Use inside ASSERT_NO_FATAL_FAILURE.
+/// Forward on fresh random data for shape `s`; checks every row. Use inside
+/// ASSERT_NO_FATAL_FAILURE.
 template <class T>
 void check_forward(shape const& s, std::uint64_t seed, fill kind = fill::random,
                    launcher<T> const& launch = {}) {
@@ -292,8 +299,10 @@ void check_forward(shape const& s, std::uint64_t seed, fill kind = fill::random,
   std::vector<T> x(buffer_elems<T>(s.in_offset, xs, s));
   fill_random(x, g, -8.0, 8.0);
   if (kind == fill::special)
-    for (std::int64_t r = 0; r < s.rows; ++r) make_special_row(x, s.in_offset + r * xs, s.cols, r, g);
-  std::vector<T> y_init = s.in_place ? x : std::vector<T>(buffer_elems<T>(s.out_offset, ys, s), poison<T>());
+    for (std::int64_t r = 0; r < s.rows; ++r)
+      make_special_row(x, s.in_offset + r * xs, s.cols, r, g);
+  std::vector<T> y_init =
+      s.in_place ? x : std::vector<T>(buffer_elems<T>(s.out_offset, ys, s), poison<T>());
 
   device_buffer<T> dx_buf(x.size());
   device_buffer<T> dy_buf(s.in_place ? 1 : y_init.size());
@@ -312,7 +321,8 @@ void check_forward(shape const& s, std::uint64_t seed, fill kind = fill::random,
   auto ref_row = [&](std::int64_t r, std::vector<double>& ref, std::vector<double>& scale) {
     std::vector<double> xr(static_cast<std::size_t>(s.cols));
     for (std::int64_t j = 0; j < s.cols; ++j)
-      xr[static_cast<std::size_t>(j)] = dtype<T>::to_double(x[static_cast<std::size_t>(s.in_offset + r * xs + j)]);
+      xr[static_cast<std::size_t>(j)] =
+          dtype<T>::to_double(x[static_cast<std::size_t>(s.in_offset + r * xs + j)]);
     reference_forward(xr.data(), ref.data(), s.cols);
     for (std::size_t j = 0; j < ref.size(); ++j) scale[j] = std::abs(ref[j]);
   };
@@ -337,16 +347,24 @@ void check_backward(shape const& s, std::uint64_t seed, fill kind = fill::random
     std::vector<double> logits(static_cast<std::size_t>(s.cols)), prob(logits.size());
     for (std::int64_t r = 0; r < s.rows; ++r) {
       for (auto& l : logits) l = g.uniform() * 16 - 8;
-      if (kind == fill::special && r % 4 == 1) logits[static_cast<std::size_t>(g.below(s.cols))] = -std::numeric_limits<double>::infinity();
+      if (kind == fill::special && r % 4 == 1)
+        logits[static_cast<std::size_t>(g.below(s.cols))] =
+            -std::numeric_limits<double>::infinity();
       reference_forward(logits.data(), prob.data(), s.cols);
-      for (std::int64_t j = 0; j < s.cols; ++j) y[static_cast<std::size_t>(s.in_offset + r * in_s + j)] = dtype<T>::from_double(prob[static_cast<std::size_t>(j)]);
+      for (std::int64_t j = 0; j < s.cols; ++j)
+        y[static_cast<std::size_t>(s.in_offset + r * in_s + j)] =
+            dtype<T>::from_double(prob[static_cast<std::size_t>(j)]);
       if (kind == fill::special && r % 4 == 2)
-        dy[static_cast<std::size_t>(s.in_offset + r * in_s + g.below(s.cols))] = dtype<T>::from_double(std::numeric_limits<double>::quiet_NaN());
+        dy[static_cast<std::size_t>(s.in_offset + r * in_s + g.below(s.cols))] =
+            dtype<T>::from_double(std::numeric_limits<double>::quiet_NaN());
       if (kind == fill::special && r % 4 == 3)
-        for (std::int64_t j = 0; j < s.cols; ++j) dy[static_cast<std::size_t>(s.in_offset + r * in_s + j)] = dtype<T>::from_double(1e4 * (g.uniform() - 0.5));
+        for (std::int64_t j = 0; j < s.cols; ++j)
+          dy[static_cast<std::size_t>(s.in_offset + r * in_s + j)] =
+              dtype<T>::from_double(1e4 * (g.uniform() - 0.5));
     }
   }
-  std::vector<T> dx_init = s.in_place ? dy : std::vector<T>(buffer_elems<T>(s.out_offset, out_s, s), poison<T>());
+  std::vector<T> dx_init =
+      s.in_place ? dy : std::vector<T>(buffer_elems<T>(s.out_offset, out_s, s), poison<T>());
 
   device_buffer<T> dy_buf(dy.size()), y_buf(y.size()), dx_buf(s.in_place ? 1 : dx_init.size());
   ASSERT_NE(dy_buf.ptr, nullptr);
@@ -365,18 +383,22 @@ void check_backward(shape const& s, std::uint64_t seed, fill kind = fill::random
   ROWSOFTMAX_CUDA_OK(s.in_place ? dy_buf.download(out) : dx_buf.download(out));
   std::vector<T> y_after;
   ROWSOFTMAX_CUDA_OK(y_buf.download(y_after));
-  for (std::size_t i = 0; i < y.size(); ++i) ASSERT_TRUE(same_bits(y[i], y_after[i])) << "y changed at " << i;
+  for (std::size_t i = 0; i < y.size(); ++i)
+    ASSERT_TRUE(same_bits(y[i], y_after[i])) << "y changed at " << i;
 
   auto ref_row = [&](std::int64_t r, std::vector<double>& ref, std::vector<double>& scale) {
     std::vector<double> dyr(static_cast<std::size_t>(s.cols)), yr(dyr.size());
     for (std::int64_t j = 0; j < s.cols; ++j) {
-      dyr[static_cast<std::size_t>(j)] = dtype<T>::to_double(dy[static_cast<std::size_t>(s.in_offset + r * in_s + j)]);
-      yr[static_cast<std::size_t>(j)] = dtype<T>::to_double(y[static_cast<std::size_t>(s.in_offset + r * in_s + j)]);
+      dyr[static_cast<std::size_t>(j)] =
+          dtype<T>::to_double(dy[static_cast<std::size_t>(s.in_offset + r * in_s + j)]);
+      yr[static_cast<std::size_t>(j)] =
+          dtype<T>::to_double(y[static_cast<std::size_t>(s.in_offset + r * in_s + j)]);
     }
     reference_backward(dyr.data(), yr.data(), ref.data(), s.cols);
     double dot = 0;
     for (std::size_t j = 0; j < yr.size(); ++j) dot += std::abs(dyr[j] * yr[j]);
-    for (std::size_t j = 0; j < yr.size(); ++j) scale[j] = std::abs(yr[j]) * (std::abs(dyr[j]) + dot);
+    for (std::size_t j = 0; j < yr.size(); ++j)
+      scale[j] = std::abs(yr[j]) * (std::abs(dyr[j]) + dot);
   };
   const std::string err = compare<T>(s, out, dx_init, s.outo(), out_s, ref_row, false);
   EXPECT_EQ(err, "");

@@ -29,7 +29,9 @@ constexpr std::int64_t vec_of() {
   return 16 / sizeof(T);
 }
 
-inline std::int64_t round_up(std::int64_t a, std::int64_t b) { return (a + b - 1) / b * b; }
+inline std::int64_t round_up(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b * b;
+}
 
 /// The three layouts the planner distinguishes, for rows of `cols`: every row 16-byte aligned;
 /// every row equally misaligned in input and output (a peeled head); input and output
@@ -87,8 +89,8 @@ TYPED_TEST_P(Gpu, GraphCapture) {
 
 TYPED_TEST_P(Gpu, ShapeTable) {
   using T = TypeParam;
-  const std::int64_t table[] = {1,    2,    3,    7,    31,   32,    33,    255,
-                                256,  1000, 1023, 4095, 4097, 16385, 50257, 131072};
+  const std::int64_t table[] = {1,   2,    3,    7,    31,   32,    33,    255,
+                                256, 1000, 1023, 4095, 4097, 16385, 50257, 131072};
   for (std::int64_t cols : table)
     for (std::int64_t rows : {1, 3, 1027}) {
       check_forward<T>({rows, cols}, seed_of(cols, rows));
@@ -105,7 +107,8 @@ TYPED_TEST_P(Gpu, TierThresholds) {
     const auto cols_list = plan_thresholds<T>(layout);
     ASSERT_FALSE(cols_list.empty());
     for (std::int64_t cols : cols_list) {
-      for (std::int64_t rows : {std::int64_t{3}, cols <= 4096 ? std::int64_t{131} : std::int64_t{0}}) {
+      for (std::int64_t rows :
+           {std::int64_t{3}, cols <= 4096 ? std::int64_t{131} : std::int64_t{0}}) {
         if (rows == 0) continue;
         const shape s = layouts<T>(rows, cols)[static_cast<std::size_t>(l)];
         ASSERT_EQ(layout_for<T>(s).vec, layout.vec);
@@ -146,7 +149,8 @@ TYPED_TEST_P(Gpu, RandomShapes) {
   for (int i = 0; i < 40; ++i) {
     shape s;
     s.rows = 1 + g.below(300);
-    s.cols = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::exp(g.uniform() * std::log(400000.0))));
+    s.cols = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::exp(g.uniform() * std::log(400000.0))));
     s.in_offset = g.below(vec_of<T>());
     s.out_offset = g.uniform() < 0.5 ? s.in_offset : g.below(vec_of<T>());
     s.in_stride = s.cols + (g.uniform() < 0.5 ? 0 : g.below(17));
@@ -202,8 +206,8 @@ TYPED_TEST_P(Gpu, PlanQueryMatchesThePlanner) {
   for (std::int64_t cols : {256, 4097, 50257, 131072, 1 << 20}) {
     plan p;
     ROWSOFTMAX_CUDA_OK(softmax_forward_plan<T>(buf.ptr, cols, buf.ptr, cols, 4, cols, &p));
-    const plan expected = plan_for<T>(direction::forward, 4, cols,
-                                      layout_for<T>({4, cols}), limits);
+    const plan expected =
+        plan_for<T>(direction::forward, 4, cols, layout_for<T>({4, cols}), limits);
     EXPECT_EQ(p.config, expected.config) << cols << ": " << to_string(p);
     EXPECT_EQ(p.vec, expected.vec);
     EXPECT_EQ(p.grid_ctas, expected.grid_ctas);
@@ -221,9 +225,8 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
     }
 }
 
-REGISTER_TYPED_TEST_SUITE_P(Gpu, GraphCapture, ShapeTable, TierThresholds,
-                            StridesOffsetsAndInPlace, SpecialValues, RandomShapes,
-                            EveryConfigurationThatHoldsTheRow, LongRowsStream,
-                            PlanQueryMatchesThePlanner, SanitizerSubset);
+REGISTER_TYPED_TEST_SUITE_P(Gpu, GraphCapture, ShapeTable, TierThresholds, StridesOffsetsAndInPlace,
+                            SpecialValues, RandomShapes, EveryConfigurationThatHoldsTheRow,
+                            LongRowsStream, PlanQueryMatchesThePlanner, SanitizerSubset);
 
 }  // namespace rowsoftmax::test

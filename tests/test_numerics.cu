@@ -69,7 +69,8 @@ TEST(OnlineCombine, OrderIndependentWithinRounding) {
   for (float x : v) level.push_back({x, 1.0f});
   while (level.size() > 1) {
     std::vector<partial> next;
-    for (size_t i = 0; i < level.size(); i += 2) next.push_back(online_reduce::combine(level[i], level[i + 1]));
+    for (size_t i = 0; i < level.size(); i += 2)
+      next.push_back(online_reduce::combine(level[i], level[i + 1]));
     level = next;
   }
   for (partial p : {seq, rev, level[0]}) {
@@ -114,6 +115,7 @@ TEST(OnlineCombine, HugeMagnitudesDoNotOverflow) {
 }
 
 TEST(SumCombine, AddsSums) {
-  const partial p = sum_reduce::combine(sum_reduce::combine(sum_reduce::identity(), {0, 1.5f}), {0, 2.0f});
+  const partial p =
+      sum_reduce::combine(sum_reduce::combine(sum_reduce::identity(), {0, 1.5f}), {0, 2.0f});
   EXPECT_EQ(p.s, 3.5f);
 }

@@ -45,14 +45,15 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
   if (p.threads_per_cta > 1024 || p.threads_per_cta % 32 != 0) return "CTA size";
   if (p.threads_per_row * p.rows_per_cta != p.threads_per_cta) return "rows per CTA";
   const int bytes = p.vecs_per_thread * p.vec * static_cast<int>(c.elem);
-  if (p.vecs_per_thread < 1 || bytes != k.elems * static_cast<int>(c.elem) || bytes > max_bytes_per_thread)
+  if (p.vecs_per_thread < 1 || bytes != k.elems * static_cast<int>(c.elem) ||
+      bytes > max_bytes_per_thread)
     return "register bytes per thread";
   // Clusters only where allowed, one row per CTA.
   if (p.cluster_size > (d.compute_capability >= 90 ? d.max_cluster_size : 1)) return "cluster size";
   if (p.cluster_size > 1 && p.rows_per_cta != 1) return "cluster CTA with several rows";
   // Grid.
-  const std::int64_t grid = p.rows_per_cta == 1 ? rows * p.cluster_size
-                                                : (rows + p.rows_per_cta - 1) / p.rows_per_cta;
+  const std::int64_t grid =
+      p.rows_per_cta == 1 ? rows * p.cluster_size : (rows + p.rows_per_cta - 1) / p.rows_per_cta;
   if (p.grid_ctas != grid) return "grid size";
   return nullptr;
 }
@@ -70,11 +71,10 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
           for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); ++cols) {
             const rs::plan p = rs::plan_for(dir, 7, cols, elem, c.layout, d);
             const char* err = plan_error(p, 7, cols, c, d);
-            ASSERT_EQ(err, nullptr) << err << ": cols=" << cols << " elem=" << elem
-                                    << " vec=" << c.layout.vec << " shifted=" << c.layout.shifted
-                                    << " cc=" << d.compute_capability
-                                    << " max_cluster=" << d.max_cluster_size
-                                    << " plan=" << rs::to_string(p);
+            ASSERT_EQ(err, nullptr)
+                << err << ": cols=" << cols << " elem=" << elem << " vec=" << c.layout.vec
+                << " shifted=" << c.layout.shifted << " cc=" << d.compute_capability
+                << " max_cluster=" << d.max_cluster_size << " plan=" << rs::to_string(p);
           }
   }
 }
@@ -147,8 +147,8 @@ TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
   // Scalar slots: 32 elements per thread, up to 256 threads.
   EXPECT_EQ(p(8192).algo, algorithm::registers);
   EXPECT_EQ(p(8193).algo, algorithm::streaming);
-  EXPECT_EQ(p(8193).cluster_size, 8);          // two tiles
-  EXPECT_EQ(p(8192 * 9).cluster_size, 16);     // nine tiles
+  EXPECT_EQ(p(8193).cluster_size, 8);       // two tiles
+  EXPECT_EQ(p(8192 * 9).cluster_size, 16);  // nine tiles
   const auto a = rs::plan_for(rs::direction::forward, 3, 8193, 2, {1, false}, a100);
   EXPECT_EQ(a.cluster_size, 1);
 }

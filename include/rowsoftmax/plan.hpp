@@ -99,8 +99,8 @@ inline constexpr kernel_config kernel_configs[] = {
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
 
-inline constexpr int last_cta_config = 8;       // largest register tier of 256-thread CTAs
-inline constexpr int wide_cta_config = 9;       // one 512-thread CTA, used without clusters
+inline constexpr int last_cta_config = 8;  // largest register tier of 256-thread CTAs
+inline constexpr int wide_cta_config = 9;  // one 512-thread CTA, used without clusters
 inline constexpr int first_cluster_config = 10;
 inline constexpr int first_streaming_config = 15;
 

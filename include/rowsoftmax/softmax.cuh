@@ -18,12 +18,12 @@ namespace rowsoftmax {
 
 namespace detail {
 template <class T>
-inline constexpr bool supported_type_v = std::is_same_v<T, float> || std::is_same_v<T, __half> ||
-                                         std::is_same_v<T, __nv_bfloat16>;
+inline constexpr bool supported_type_v =
+    std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 
 template <class Op, std::size_t N>
-cudaError_t plan_call(direction dir, tensor_arg const (&t)[N], std::int64_t rows,
-                      std::int64_t cols, plan* out) noexcept {
+cudaError_t plan_call(direction dir, tensor_arg const (&t)[N], std::int64_t rows, std::int64_t cols,
+                      plan* out) noexcept {
   bool nothing = false;
   ROWSOFTMAX_TRY(validate(t, sizeof(typename Op::value_type), rows, cols, &nothing));
   if (nothing) {
@@ -77,10 +77,11 @@ cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::ar
 /// rowsoftmax::softmax_forward(x, ld, y, ld, rows, cols, stream);
 /// @endcode
 template <class T>
-cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
-                            std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
+cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                            std::int64_t rows, std::int64_t cols,
                             cudaStream_t stream = nullptr) noexcept {
-  static_assert(detail::supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  static_assert(detail::supported_type_v<T>,
+                "rowsoftmax: T must be float, __half or __nv_bfloat16");
   const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
   const typename detail::forward_op<T>::args a{x, x_row_stride, y, y_row_stride, rows, cols};
   return detail::launch_call<detail::forward_op<T>>(direction::forward, t, a, stream);
@@ -109,10 +110,11 @@ cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y
                              std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
                              std::int64_t rows, std::int64_t cols,
                              cudaStream_t stream = nullptr) noexcept {
-  static_assert(detail::supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  static_assert(detail::supported_type_v<T>,
+                "rowsoftmax: T must be float, __half or __nv_bfloat16");
   const detail::tensor_arg t[] = {
       {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
-  const typename detail::backward_op<T>::args a{dy, dy_row_stride, y, y_row_stride,
+  const typename detail::backward_op<T>::args a{dy, dy_row_stride, y,    y_row_stride,
                                                 dx, dx_row_stride, rows, cols};
   return detail::launch_call<detail::backward_op<T>>(direction::backward, t, a, stream);
 }
@@ -133,7 +135,8 @@ template <class T>
 cudaError_t softmax_forward_plan(T const* x, std::int64_t x_row_stride, T const* y,
                                  std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                  plan* out) noexcept {
-  static_assert(detail::supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  static_assert(detail::supported_type_v<T>,
+                "rowsoftmax: T must be float, __half or __nv_bfloat16");
   if (out == nullptr) return cudaErrorInvalidValue;
   const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
   return detail::plan_call<detail::forward_op<T>>(direction::forward, t, rows, cols, out);
@@ -144,9 +147,10 @@ cudaError_t softmax_forward_plan(T const* x, std::int64_t x_row_stride, T const*
 template <class T>
 cudaError_t softmax_backward_plan(T const* dy, std::int64_t dy_row_stride, T const* y,
                                   std::int64_t y_row_stride, T const* dx,
-                                  std::int64_t dx_row_stride, std::int64_t rows,
-                                  std::int64_t cols, plan* out) noexcept {
-  static_assert(detail::supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
+                                  std::int64_t dx_row_stride, std::int64_t rows, std::int64_t cols,
+                                  plan* out) noexcept {
+  static_assert(detail::supported_type_v<T>,
+                "rowsoftmax: T must be float, __half or __nv_bfloat16");
   if (out == nullptr) return cudaErrorInvalidValue;
   const detail::tensor_arg t[] = {
       {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};

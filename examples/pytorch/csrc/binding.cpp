@@ -56,7 +56,9 @@ T* ptr(torch::Tensor const& t) {
   return reinterpret_cast<T*>(t.data_ptr());
 }
 
-void check_cuda(cudaError_t e) { TORCH_CHECK(e == cudaSuccess, "rowsoftmax: ", cudaGetErrorString(e)); }
+void check_cuda(cudaError_t e) {
+  TORCH_CHECK(e == cudaSuccess, "rowsoftmax: ", cudaGetErrorString(e));
+}
 
 torch::Tensor forward(torch::Tensor x) {
   check_input(x, "x");
@@ -67,13 +69,16 @@ torch::Tensor forward(torch::Tensor x) {
   const auto stream = at::cuda::getCurrentCUDAStream().stream();
   switch (x.scalar_type()) {
     case torch::kFloat:
-      check_cuda(rowsoftmax_ext::forward(ptr<float>(in.t), in.stride, ptr<float>(y), in.cols, in.rows, in.cols, stream));
+      check_cuda(rowsoftmax_ext::forward(ptr<float>(in.t), in.stride, ptr<float>(y), in.cols,
+                                         in.rows, in.cols, stream));
       break;
     case torch::kHalf:
-      check_cuda(rowsoftmax_ext::forward(ptr<__half>(in.t), in.stride, ptr<__half>(y), in.cols, in.rows, in.cols, stream));
+      check_cuda(rowsoftmax_ext::forward(ptr<__half>(in.t), in.stride, ptr<__half>(y), in.cols,
+                                         in.rows, in.cols, stream));
       break;
     default:
-      check_cuda(rowsoftmax_ext::forward(ptr<__nv_bfloat16>(in.t), in.stride, ptr<__nv_bfloat16>(y), in.cols, in.rows, in.cols, stream));
+      check_cuda(rowsoftmax_ext::forward(ptr<__nv_bfloat16>(in.t), in.stride, ptr<__nv_bfloat16>(y),
+                                         in.cols, in.rows, in.cols, stream));
   }
   return y;
 }
@@ -91,13 +96,17 @@ torch::Tensor backward(torch::Tensor dy, torch::Tensor y) {
   const auto stream = at::cuda::getCurrentCUDAStream().stream();
   switch (y.scalar_type()) {
     case torch::kFloat:
-      check_cuda(rowsoftmax_ext::backward(ptr<float>(g.t), g.stride, ptr<float>(o.t), o.stride, ptr<float>(dx), o.cols, o.rows, o.cols, stream));
+      check_cuda(rowsoftmax_ext::backward(ptr<float>(g.t), g.stride, ptr<float>(o.t), o.stride,
+                                          ptr<float>(dx), o.cols, o.rows, o.cols, stream));
       break;
     case torch::kHalf:
-      check_cuda(rowsoftmax_ext::backward(ptr<__half>(g.t), g.stride, ptr<__half>(o.t), o.stride, ptr<__half>(dx), o.cols, o.rows, o.cols, stream));
+      check_cuda(rowsoftmax_ext::backward(ptr<__half>(g.t), g.stride, ptr<__half>(o.t), o.stride,
+                                          ptr<__half>(dx), o.cols, o.rows, o.cols, stream));
       break;
     default:
-      check_cuda(rowsoftmax_ext::backward(ptr<__nv_bfloat16>(g.t), g.stride, ptr<__nv_bfloat16>(o.t), o.stride, ptr<__nv_bfloat16>(dx), o.cols, o.rows, o.cols, stream));
+      check_cuda(rowsoftmax_ext::backward(ptr<__nv_bfloat16>(g.t), g.stride,
+                                          ptr<__nv_bfloat16>(o.t), o.stride, ptr<__nv_bfloat16>(dx),
+                                          o.cols, o.rows, o.cols, stream));
   }
   return dx;
 }

@@ -14,8 +14,8 @@ cudaError_t forward(T const* x, std::int64_t x_stride, T* y, std::int64_t y_stri
                     std::int64_t rows, std::int64_t cols, cudaStream_t stream);
 
 template <class T>
-cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64_t y_stride,
-                     T* dx, std::int64_t dx_stride, std::int64_t rows, std::int64_t cols,
+cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64_t y_stride, T* dx,
+                     std::int64_t dx_stride, std::int64_t rows, std::int64_t cols,
                      cudaStream_t stream);
 
 }  // namespace rowsoftmax_ext

@@ -33,15 +33,17 @@ cudaError_t visit_configs(int config, F&& f, std::integral_constant<int, V> v,
                           std::index_sequence<I...>) {
   cudaError_t err = cudaErrorInvalidValue;  // an unknown configuration
   (void)((config == static_cast<int>(I) &&
-          (err = [&] {
-             constexpr int c = static_cast<int>(I);
-             if constexpr (V == 1 && !kernel_configs[c].scalar_ok) {
-               return cudaErrorInvalidValue;
-             } else {
-               return f(v, std::integral_constant<int, c>{});
-             }
-           }(),
-           true)) ||
+          (
+              err =
+                  [&] {
+                    constexpr int c = static_cast<int>(I);
+                    if constexpr (V == 1 && !kernel_configs[c].scalar_ok) {
+                      return cudaErrorInvalidValue;
+                    } else {
+                      return f(v, std::integral_constant<int, c>{});
+                    }
+                  }(),
+              true)) ||
          ...);
   return err;
 }
@@ -50,7 +52,8 @@ template <class Op, class F>
 cudaError_t visit_plan(plan const& p, F&& f) {
   constexpr int vmax = 16 / sizeof(typename Op::value_type);
   const auto configs = std::make_index_sequence<num_kernel_configs>{};
-  if (p.vec == vmax) return visit_configs<Op>(p.config, f, std::integral_constant<int, vmax>{}, configs);
+  if (p.vec == vmax)
+    return visit_configs<Op>(p.config, f, std::integral_constant<int, vmax>{}, configs);
   if (p.vec == 1) return visit_configs<Op>(p.config, f, std::integral_constant<int, 1>{}, configs);
   return cudaErrorInvalidValue;
 }
@@ -139,7 +142,8 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
   constexpr std::size_t elem = sizeof(typename Op::value_type);
   const row_layout layout = layout_of(t, elem, a.rows);
   if (p.config < 0 || p.config >= num_kernel_configs) return cudaErrorInvalidValue;
-  if (p.vec > layout.vec || (layout.shifted && !p.shifted && p.vec > 1)) return cudaErrorInvalidValue;
+  if (p.vec > layout.vec || (layout.shifted && !p.shifted && p.vec > 1))
+    return cudaErrorInvalidValue;
   kernel_config const& c = kernel_configs[p.config];
   const std::int64_t windows = ceil_div(a.cols + (p.vec > 1 && p.shifted ? p.vec - 1 : 0), p.vec);
   if (c.algo != algorithm::streaming && windows > window_capacity(c, p.vec, elem))

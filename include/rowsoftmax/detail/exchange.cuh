@@ -101,7 +101,8 @@ struct row_exchange {
       constexpr int spread = slots_per_row < 32 ? slots_per_row : 32;
       partial q = Reduce::identity();
 #pragma unroll
-      for (int i = lane % spread; i < slots_per_row; i += 32) q = Reduce::combine(q, smem.slot[row][i]);
+      for (int i = lane % spread; i < slots_per_row; i += 32)
+        q = Reduce::combine(q, smem.slot[row][i]);
 #pragma unroll
       for (int o = spread / 2; o > 0; o /= 2) q = shfl_combine<Reduce>(q, o);
       return q;

@@ -14,10 +14,10 @@
 #include "../plan.hpp"
 
 /// Returns the error of a cudaError_t expression from the enclosing function, if any.
-#define ROWSOFTMAX_TRY(...)                                        \
-  do {                                                             \
-    const cudaError_t rowsoftmax_err_ = (__VA_ARGS__);             \
-    if (rowsoftmax_err_ != cudaSuccess) return rowsoftmax_err_;    \
+#define ROWSOFTMAX_TRY(...)                                     \
+  do {                                                          \
+    const cudaError_t rowsoftmax_err_ = (__VA_ARGS__);          \
+    if (rowsoftmax_err_ != cudaSuccess) return rowsoftmax_err_; \
   } while (0)
 
 namespace rowsoftmax::detail {
@@ -43,8 +43,8 @@ inline cudaError_t validate(tensor_arg const (&t)[N], std::size_t elem_size, std
     return cudaSuccess;
   }
   if (cols == 0) return cudaErrorInvalidValue;
-  const std::int64_t max_elems = std::numeric_limits<std::int64_t>::max() /
-                                 static_cast<std::int64_t>(elem_size);
+  const std::int64_t max_elems =
+      std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(elem_size);
   for (std::size_t i = 0; i < N; ++i) {
     if (t[i].ptr == nullptr) return cudaErrorInvalidValue;
     if (reinterpret_cast<std::uintptr_t>(t[i].ptr) % elem_size != 0) return cudaErrorInvalidValue;

@@ -49,8 +49,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta)
   shape::exchange::begin(smem);
 
   const int cta_rank = cluster > 1 ? static_cast<int>(blockIdx.x % cluster) : 0;
-  const std::int64_t row = std::int64_t{blockIdx.x / cluster} * (shape::threads_per_cta / tpr) +
-                           threadIdx.x / tpr;
+  const std::int64_t row =
+      std::int64_t{blockIdx.x / cluster} * (shape::threads_per_cta / tpr) + threadIdx.x / tpr;
   row_window w = Op::template window<V>(a, row, threadIdx.x % tpr);
   if constexpr (cluster > 1) {
     // Equal shares: CTA r owns windows [r * share, (r + 1) * share), so a row just above a

@@ -20,7 +20,10 @@ inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 /// 2^x. On the device one `ex2.approx.ftz` (rel. error ~2^-22); -inf gives +0, NaN gives NaN.
 __host__ __device__ inline float exp2_fast(float x) {
   NV_IF_ELSE_TARGET(NV_IS_DEVICE,
-                    (float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;),
+                    (float y; asm("ex2.approx.ftz.f32 %0, %1;"
+                                  : "=f"(y)
+                                  : "f"(x));
+                     return y;),
                     (return std::exp2(x);))
 }
 
@@ -46,7 +49,9 @@ struct partial {
 /// reaches `s` through exp2(NaN) and poisons the whole row, as torch.softmax does.
 /// The shift used for exp2 is 0 when m is -inf, so a part holding only -inf (or nothing)
 /// contributes exactly (−inf, 0) and never exp(-inf - -inf) = NaN.
-__host__ __device__ inline float safe_shift(float m) { return m == neg_inf ? 0.0f : m; }
+__host__ __device__ inline float safe_shift(float m) {
+  return m == neg_inf ? 0.0f : m;
+}
 
 /// Online softmax: (m, s) pairs, combined as M = max(m1, m2), s = s1 e^(m1-M) + s2 e^(m2-M).
 struct online_reduce {
@@ -62,7 +67,9 @@ struct online_reduce {
 /// Plain sum in `s` (backward's sum(dy * y)).
 struct sum_reduce {
   __host__ __device__ static partial identity() { return {0.0f, 0.0f}; }
-  __host__ __device__ static partial combine(partial a, partial b) { return {0.0f, add_rn(a.s, b.s)}; }
+  __host__ __device__ static partial combine(partial a, partial b) {
+    return {0.0f, add_rn(a.s, b.s)};
+  }
 };
 
 template <class T>
