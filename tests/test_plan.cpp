@@ -45,8 +45,7 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
   if (p.threads_per_cta > 1024 || p.threads_per_cta % 32 != 0) return "CTA size";
   if (p.threads_per_row * p.rows_per_cta != p.threads_per_cta) return "rows per CTA";
   const int bytes = p.vecs_per_thread * p.vec * static_cast<int>(c.elem);
-  const int elems = c.elem == 2 ? k.elems16 : k.elems;
-  if (p.vecs_per_thread < 1 || bytes != elems * static_cast<int>(c.elem) ||
+  if (p.vecs_per_thread < 1 || bytes != k.elems * static_cast<int>(c.elem) ||
       bytes > max_bytes_per_thread)
     return "register bytes per thread";
   // Clusters only where allowed, one row per CTA.
@@ -97,44 +96,39 @@ TEST(Plan, TiersOnH200) {
   const auto fwd = [](std::size_t elem, std::int64_t cols, rs::device_limits d = h200) {
     return rs::plan_for(rs::direction::forward, 1024, cols, elem, {int(16 / elem), false}, d);
   };
-  // Small rows: several rows per CTA, 32 elements per thread.
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
+    SCOPED_TRACE(elem);
+    // Small rows: several rows per CTA, 32 elements per thread.
     EXPECT_EQ(fwd(elem, 256).threads_per_row, 8);
     EXPECT_EQ(fwd(elem, 256).rows_per_cta, 16);
     EXPECT_EQ(fwd(elem, 32).threads_per_row, 1);
     EXPECT_EQ(fwd(elem, 33).threads_per_row, 2);
+    // One 256-thread CTA holds 8K elements; clusters of them beyond.
+    EXPECT_EQ(fwd(elem, 8192).algo, algorithm::registers);
+    EXPECT_EQ(fwd(elem, 8192).threads_per_cta, 256);
+    EXPECT_EQ(fwd(elem, 8193).algo, algorithm::cluster);
+    EXPECT_EQ(fwd(elem, 8193).cluster_size, 2);
+    EXPECT_EQ(fwd(elem, 16385).cluster_size, 4);
+    EXPECT_EQ(fwd(elem, 65536).cluster_size, 8);
+    // Vocabulary rows: a cluster of 16.
+    EXPECT_EQ(fwd(elem, 128256).algo, algorithm::cluster);
+    EXPECT_EQ(fwd(elem, 128256).cluster_size, 16);
+    EXPECT_EQ(fwd(elem, 128256).vecs_per_thread * fwd(elem, 128256).vec, 32);
+    // The longest register rows: a cluster of 16 with 64 elements per thread.
+    EXPECT_EQ(fwd(elem, 262144).algo, algorithm::cluster);
+    EXPECT_EQ(fwd(elem, 262144).vecs_per_thread * fwd(elem, 262144).vec, 64);
+    EXPECT_EQ(fwd(elem, 262145).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 262145).cluster_size, 16);
+    // Without size-16 clusters: 8, then streaming through clusters of 8.
+    EXPECT_EQ(fwd(elem, 65536, hopper_portable).cluster_size, 8);
+    EXPECT_EQ(fwd(elem, 65537, hopper_portable).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 65537, hopper_portable).cluster_size, 8);
+    // Without clusters (sm_80): one 512-thread CTA up to 16K, then one CTA streams each row.
+    EXPECT_EQ(fwd(elem, 16384, a100).algo, algorithm::registers);
+    EXPECT_EQ(fwd(elem, 16384, a100).threads_per_cta, 512);
+    EXPECT_EQ(fwd(elem, 16385, a100).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 16385, a100).cluster_size, 1);
   }
-  // fp32: 32 elements per thread; one 256-thread CTA holds 8K, clusters of them beyond.
-  EXPECT_EQ(fwd(4, 8192).algo, algorithm::registers);
-  EXPECT_EQ(fwd(4, 8192).threads_per_cta, 256);
-  EXPECT_EQ(fwd(4, 8193).cluster_size, 2);
-  EXPECT_EQ(fwd(4, 16385).cluster_size, 4);
-  EXPECT_EQ(fwd(4, 65536).cluster_size, 8);
-  EXPECT_EQ(fwd(4, 128256).cluster_size, 16);
-  EXPECT_EQ(fwd(4, 262144).algo, algorithm::cluster);
-  EXPECT_EQ(fwd(4, 262144).vecs_per_thread * 4, 64);
-  EXPECT_EQ(fwd(4, 262145).algo, algorithm::streaming);
-  // 16-bit: 16 elements per thread from a warp per row on; one 512-thread CTA up to 8K.
-  EXPECT_EQ(fwd(2, 1024).threads_per_row, 64);
-  EXPECT_EQ(fwd(2, 4096).threads_per_row, 256);
-  EXPECT_EQ(fwd(2, 8192).algo, algorithm::registers);
-  EXPECT_EQ(fwd(2, 8192).threads_per_cta, 512);
-  EXPECT_EQ(fwd(2, 8193).cluster_size, 4);
-  EXPECT_EQ(fwd(2, 65536).cluster_size, 16);
-  EXPECT_EQ(fwd(2, 128256).cluster_size, 16);
-  EXPECT_EQ(fwd(2, 128256).vecs_per_thread * 8, 32);
-  EXPECT_EQ(fwd(2, 131073).algo, algorithm::streaming);
-  // Without size-16 clusters: 8, then streaming through clusters of 8.
-  EXPECT_EQ(fwd(4, 65536, hopper_portable).cluster_size, 8);
-  EXPECT_EQ(fwd(4, 65537, hopper_portable).algo, algorithm::streaming);
-  EXPECT_EQ(fwd(4, 65537, hopper_portable).cluster_size, 8);
-  EXPECT_EQ(fwd(2, 32768, hopper_portable).cluster_size, 8);
-  // Without clusters (sm_80): one 512-thread CTA, then one CTA streams each row.
-  EXPECT_EQ(fwd(4, 16384, a100).threads_per_cta, 512);
-  EXPECT_EQ(fwd(4, 16385, a100).algo, algorithm::streaming);
-  EXPECT_EQ(fwd(4, 16385, a100).cluster_size, 1);
-  EXPECT_EQ(fwd(2, 8192, a100).threads_per_cta, 512);
-  EXPECT_EQ(fwd(2, 8193, a100).algo, algorithm::streaming);
 }
 
 TEST(Plan, ShiftedRowsReserveAHeadWindow) {
@@ -150,12 +144,12 @@ TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
   const auto p = [](std::int64_t cols) {
     return rs::plan_for(rs::direction::forward, 3, cols, 2, {1, false}, h200);
   };
-  // 16-bit scalar slots: 16 elements per thread in rows of 256 threads.
-  EXPECT_EQ(p(4096).algo, algorithm::registers);
-  EXPECT_EQ(p(4097).algo, algorithm::streaming);
-  EXPECT_EQ(p(4097).cluster_size, 8);       // two tiles
-  EXPECT_EQ(p(4096 * 9).cluster_size, 16);  // nine tiles
-  const auto a = rs::plan_for(rs::direction::forward, 3, 4097, 2, {1, false}, a100);
+  // Scalar slots: 32 elements per thread, up to 256 threads.
+  EXPECT_EQ(p(8192).algo, algorithm::registers);
+  EXPECT_EQ(p(8193).algo, algorithm::streaming);
+  EXPECT_EQ(p(8193).cluster_size, 8);       // two tiles
+  EXPECT_EQ(p(8192 * 9).cluster_size, 16);  // nine tiles
+  const auto a = rs::plan_for(rs::direction::forward, 3, 8193, 2, {1, false}, a100);
   EXPECT_EQ(a.cluster_size, 1);
 }
 

@@ -60,43 +60,41 @@ struct plan {
 namespace detail {
 
 /// One kernel instantiation the dispatcher can launch. Each thread holds `elems` elements of
-/// a row per pass (`elems16` for 16-bit types), as elements / vec vector slots.
+/// a row per pass (elems / vec vector slots), whatever the element type and vector width.
 struct kernel_config {
   algorithm algo;
   int threads_per_row;
   int elems;
-  int elems16;
   int threads_per_cta;
   int cluster_size;
   bool scalar_ok;  ///< also instantiated with vec == 1 (misaligned fallback)
 };
 
-// Elements per thread, measured on the H200 (README, "Tuning notes"): fp32 rows run at copy
-// speed with 32 per thread in every tier. 16-bit rows wider than a warp ran at 55-65% with 32
-// per thread and need 16 (more resident warps, half the serial work per thread), as a one-block
-// Triton kernel of 256-512 threads showed; sub-warp 16-bit rows keep 32 (90-93%). Sub-warp rows
-// share 128-thread CTAs; wider rows use 256-thread CTAs, and clusters of them beyond one CTA.
-// A 512-thread CTA is used for 16-bit rows up to 8K and wherever clusters are unavailable; a
-// cluster of 16 CTAs with twice the elements per thread holds the longest register rows.
+// 32 elements per thread: measured on the H200, 16-bit rows held as 64 elements per thread
+// took 127 registers (2 CTAs of 256 threads per SM) and did no better; capped at 64 registers
+// they spill (README, "Tuning notes"). Sub-warp rows share 128-thread CTAs; whole-warp and
+// longer rows use 256-thread CTAs, and clusters of them beyond 8K elements. A 512-thread CTA
+// holds 16K elements where clusters are unavailable; a cluster of 16 CTAs with 64 elements per
+// thread holds 256K. Streaming tiles are 256 threads x 32 elements.
 inline constexpr kernel_config kernel_configs[] = {
-    {algorithm::registers, 1, 32, 32, 128, 1, true},     // 0
-    {algorithm::registers, 2, 32, 32, 128, 1, true},     // 1
-    {algorithm::registers, 4, 32, 32, 128, 1, true},     // 2
-    {algorithm::registers, 8, 32, 32, 128, 1, true},     // 3
-    {algorithm::registers, 16, 32, 32, 128, 1, true},    // 4
-    {algorithm::registers, 32, 32, 16, 256, 1, true},    // 5
-    {algorithm::registers, 64, 32, 16, 256, 1, true},    // 6
-    {algorithm::registers, 128, 32, 16, 256, 1, true},   // 7
-    {algorithm::registers, 256, 32, 16, 256, 1, true},   // 8
-    {algorithm::registers, 512, 32, 16, 512, 1, false},  // 9
-    {algorithm::cluster, 256, 32, 16, 256, 2, false},    // 10
-    {algorithm::cluster, 256, 32, 16, 256, 4, false},    // 11
-    {algorithm::cluster, 256, 32, 16, 256, 8, false},    // 12
-    {algorithm::cluster, 256, 32, 16, 256, 16, false},   // 13
-    {algorithm::cluster, 256, 64, 32, 256, 16, false},   // 14
-    {algorithm::streaming, 256, 32, 16, 256, 1, true},   // 15
-    {algorithm::streaming, 256, 32, 16, 256, 8, true},   // 16
-    {algorithm::streaming, 256, 32, 16, 256, 16, true},  // 17
+    {algorithm::registers, 1, 32, 128, 1, true},     // 0
+    {algorithm::registers, 2, 32, 128, 1, true},     // 1
+    {algorithm::registers, 4, 32, 128, 1, true},     // 2
+    {algorithm::registers, 8, 32, 128, 1, true},     // 3
+    {algorithm::registers, 16, 32, 128, 1, true},    // 4
+    {algorithm::registers, 32, 32, 256, 1, true},    // 5
+    {algorithm::registers, 64, 32, 256, 1, true},    // 6
+    {algorithm::registers, 128, 32, 256, 1, true},   // 7
+    {algorithm::registers, 256, 32, 256, 1, true},   // 8
+    {algorithm::registers, 512, 32, 512, 1, false},  // 9
+    {algorithm::cluster, 256, 32, 256, 2, false},    // 10
+    {algorithm::cluster, 256, 32, 256, 4, false},    // 11
+    {algorithm::cluster, 256, 32, 256, 8, false},    // 12
+    {algorithm::cluster, 256, 32, 256, 16, false},   // 13
+    {algorithm::cluster, 256, 64, 256, 16, false},   // 14
+    {algorithm::streaming, 256, 32, 256, 1, true},   // 15
+    {algorithm::streaming, 256, 32, 256, 8, true},   // 16
+    {algorithm::streaming, 256, 32, 256, 16, true},  // 17
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -110,10 +108,11 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int6
   return (a + b - 1) / b;
 }
 
-/// Vector slots per thread for a configuration at vector width `vec` (elements), for
-/// elements of `elem_size` bytes.
+/// Vector slots per thread for a configuration at vector width `vec` (elements). `elem_size`
+/// is part of the signature for thresholds that may come to depend on the type.
 constexpr int slots_per_thread(kernel_config const& c, int vec, std::size_t elem_size) noexcept {
-  return (elem_size == 2 ? c.elems16 : c.elems) / vec;
+  (void)elem_size;
+  return c.elems / vec;
 }
 
 /// Vector windows of a row that a configuration holds in one pass (all CTAs of a cluster).
@@ -146,16 +145,16 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
 
 /// The plan the launchers use for `rows` rows of `cols` elements of `elem_size` bytes.
 ///
-/// Pure and constexpr: depends only on its arguments. Rows that fit one CTA's registers (8K
-/// fp32 elements in 256 threads; 8K 16-bit elements in 512) use the smallest register
-/// configuration that holds them; longer rows the smallest cluster (2..16 CTAs, up to
-/// `limits.max_cluster_size`) that holds them in registers, or, without clusters, one
-/// 512-thread CTA; longer rows stream through a cluster (or one CTA) twice. The scalar fallback
-/// (`layout.vec == 1`) has register configurations up to 256 threads per row and streams beyond.
+/// Pure and constexpr: depends only on its arguments. Rows that fit one 256-thread CTA's
+/// registers (8K elements) use the smallest register configuration that holds them; longer
+/// rows the smallest cluster (2..16 CTAs, up to `limits.max_cluster_size`) that holds them in
+/// registers, or, without clusters, one 512-thread CTA up to 16K; longer rows stream through
+/// a cluster (or one CTA) twice. The scalar fallback (`layout.vec == 1`) has register
+/// configurations up to 256 threads per row and streams beyond.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits) noexcept {
-  (void)dir;  // forward and backward share thresholds
+  (void)dir;  // forward and backward share thresholds (both hold 32 elements a thread)
   using namespace detail;
   const int vec = layout.vec;
   const std::int64_t head = layout.shifted ? vec - 1 : 0;
@@ -169,7 +168,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     if ((vec > 1 || kernel_configs[i].scalar_ok) && fits(i))
       return make_plan(i, layout, rows, windows, elem_size);
   if (vec > 1) {
-    if ((max_cluster < 2 || elem_size == 2) && fits(wide_cta_config))
+    if (max_cluster < 2 && fits(wide_cta_config))
       return make_plan(wide_cta_config, layout, rows, windows, elem_size);
     for (int i = first_cluster_config; i < first_streaming_config; ++i)
       if (kernel_configs[i].cluster_size <= max_cluster && fits(i))

@@ -43,10 +43,8 @@ struct row_exchange {
   };
 
   /// Call once at kernel start, before the global loads. For a cluster: arms this CTA's
-  /// mbarrier for the partials it will receive (one thread, then a CTA barrier so that every
-  /// thread's later wait on it is ordered after the initialization), then the cluster arrive
-  /// whose matching wait (in `allreduce`) comes after the loads, so its latency hides behind
-  /// memory.
+  /// mbarrier for the partials it will receive, then a relaxed cluster arrive whose matching
+  /// wait (in `allreduce`) comes after the loads, so its latency hides behind memory.
   __device__ static void begin(storage& smem) {
     if constexpr (cluster) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
@@ -59,8 +57,7 @@ struct row_exchange {
                                              cuda::ptx::space_shared, &smem.bar,
                                              slots_per_row * sizeof(partial));
       }
-      __syncthreads();
-      cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+      cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_relaxed);
 #endif
     }
   }
