@@ -205,9 +205,16 @@ def main():
     ap.add_argument("--check-rows", type=int, default=64, help="rows compared with float64")
     ap.add_argument("--budget", type=float, default=400.0, help="seconds; later shapes are skipped")
     ap.add_argument("--quick", action="store_true", help="bf16 and the first shapes only")
+    ap.add_argument("--replot", metavar="JSON", help="redraw the plots and table of a saved run")
     args = ap.parse_args()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if args.replot:
+        saved = json.loads(Path(args.replot).read_text())
+        plot(saved["results"], out_dir, saved["meta"])
+        names = list(dict.fromkeys(r["impl"] for r in saved["results"]))
+        print_table(saved["results"], names, saved["meta"]["copy_tbps"])
+        return 0
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to compare")
         return 0
@@ -304,6 +311,8 @@ def print_table(results, names, copy):
 
 
 def plot(results, out_dir, meta):
+    """compare_<direction>.png: TB/s against cols per dtype, one colour per implementation;
+    lines join the power-of-two shapes, odd cols are unjoined markers."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -311,18 +320,25 @@ def plot(results, out_dir, meta):
     except Exception as e:  # noqa: BLE001
         print(f"no plots: {e}")
         return
+    names = sorted({r["impl"] for r in results})
+    colours = {n: f"C{i}" for i, n in enumerate(names)}
     for direction in ("forward", "backward"):
         fig, axes = plt.subplots(1, 3, figsize=(18, 5), sharey=True)
         for ax, dtype in zip(axes, ("bf16", "fp16", "fp32")):
             rows = [r for r in results if r["direction"] == direction and r["dtype"] == dtype
                     and not r["shape"].startswith(("attn", "decode"))]
-            for name in sorted({r["impl"] for r in rows}):
-                pts = sorted((r["cols"], r["tbps"]) for r in rows if r["impl"] == name)
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+            for name in names:
+                mine = [r for r in rows if r["impl"] == name]
+                pow2 = sorted((r["cols"], r["tbps"]) for r in mine if r["cols"] & (r["cols"] - 1) == 0)
+                odd = [(r["cols"], r["tbps"]) for r in mine if r["cols"] & (r["cols"] - 1)]
+                ax.plot([p[0] for p in pow2], [p[1] for p in pow2], marker="o", color=colours[name],
+                        label=name)
+                ax.plot([p[0] for p in odd], [p[1] for p in odd], linestyle="none", marker="x",
+                        markersize=9, color=colours[name])
             ax.axhline(meta["copy_tbps"], color="gray", linestyle="--", label="copy")
             ax.set_xscale("log", base=2)
             ax.set_title(f"{direction} {dtype}")
-            ax.set_xlabel("cols (rows x cols ~ 2^27 .. 2^31)")
+            ax.set_xlabel("cols (o: 2^k cols, x: odd cols; rows x cols 2^27..2^31)")
             ax.grid(True, alpha=0.3)
         axes[0].set_ylabel("TB/s")
         axes[0].legend()
