@@ -23,8 +23,8 @@ struct case_t {
   rs::row_layout layout;
 };
 
-// Register bytes one thread holds per tensor: 32 elements in every tier but the widest
-// cluster's 64 (at most 256 B), the budgets the kernels were sized for (no spills).
+// Register bytes one thread holds per tensor: 128 in every tier but the widest cluster's 256,
+// the budgets the kernels were sized for; the scalar fallback holds bytes / 4 elements.
 constexpr int max_bytes_per_thread = 256;
 
 // The first rule a plan breaks, or nullptr. Cheap enough to run 36 million times.
@@ -44,9 +44,8 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
   // Resources.
   if (p.threads_per_cta > 1024 || p.threads_per_cta % 32 != 0) return "CTA size";
   if (p.threads_per_row * p.rows_per_cta != p.threads_per_cta) return "rows per CTA";
-  const int bytes = p.vecs_per_thread * p.vec * static_cast<int>(c.elem);
-  if (p.vecs_per_thread < 1 || bytes != k.elems * static_cast<int>(c.elem) ||
-      bytes > max_bytes_per_thread)
+  const int bytes = p.vecs_per_thread * (p.vec > 1 ? p.vec * static_cast<int>(c.elem) : 4);
+  if (p.vecs_per_thread < 1 || bytes != k.bytes || bytes > max_bytes_per_thread)
     return "register bytes per thread";
   // Clusters only where allowed, one row per CTA.
   if (p.cluster_size > (d.compute_capability >= 90 ? d.max_cluster_size : 1)) return "cluster size";
@@ -98,36 +97,39 @@ TEST(Plan, TiersOnH200) {
   };
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
     SCOPED_TRACE(elem);
-    // Small rows: several rows per CTA, 32 elements per thread.
-    EXPECT_EQ(fwd(elem, 256).threads_per_row, 8);
-    EXPECT_EQ(fwd(elem, 256).rows_per_cta, 16);
-    EXPECT_EQ(fwd(elem, 32).threads_per_row, 1);
-    EXPECT_EQ(fwd(elem, 33).threads_per_row, 2);
-    // One 256-thread CTA holds 8K elements; clusters of them beyond.
-    EXPECT_EQ(fwd(elem, 8192).algo, algorithm::registers);
-    EXPECT_EQ(fwd(elem, 8192).threads_per_cta, 256);
-    EXPECT_EQ(fwd(elem, 8193).algo, algorithm::cluster);
-    EXPECT_EQ(fwd(elem, 8193).cluster_size, 2);
-    EXPECT_EQ(fwd(elem, 16385).cluster_size, 4);
-    EXPECT_EQ(fwd(elem, 65536).cluster_size, 8);
-    // Vocabulary rows: a cluster of 16.
+    const std::int64_t n = 128 / static_cast<std::int64_t>(elem);  // elements a thread holds
+    // Small rows: several rows per CTA, 128 bytes (32 fp32, 64 bf16/fp16) per thread.
+    EXPECT_EQ(fwd(elem, 8 * n).threads_per_row, 8);
+    EXPECT_EQ(fwd(elem, 8 * n).rows_per_cta, 16);
+    EXPECT_EQ(fwd(elem, 8 * n).vecs_per_thread * fwd(elem, 8 * n).vec, n);
+    EXPECT_EQ(fwd(elem, n).threads_per_row, 1);
+    EXPECT_EQ(fwd(elem, n + 1).threads_per_row, 2);
+    // One 256-thread CTA holds 32 KB (8K fp32, 16K bf16/fp16 elements); clusters beyond.
+    EXPECT_EQ(fwd(elem, 256 * n).algo, algorithm::registers);
+    EXPECT_EQ(fwd(elem, 256 * n).threads_per_cta, 256);
+    EXPECT_EQ(fwd(elem, 256 * n + 1).algo, algorithm::cluster);
+    EXPECT_EQ(fwd(elem, 256 * n + 1).cluster_size, 2);
+    EXPECT_EQ(fwd(elem, 512 * n + 1).cluster_size, 4);
+    EXPECT_EQ(fwd(elem, 2048 * n).cluster_size, 8);
+    // Vocabulary rows (128256 columns): a cluster of 16 for fp32, of 8 for 16-bit types.
     EXPECT_EQ(fwd(elem, 128256).algo, algorithm::cluster);
-    EXPECT_EQ(fwd(elem, 128256).cluster_size, 16);
-    EXPECT_EQ(fwd(elem, 128256).vecs_per_thread * fwd(elem, 128256).vec, 32);
-    // The longest register rows: a cluster of 16 with 64 elements per thread.
-    EXPECT_EQ(fwd(elem, 262144).algo, algorithm::cluster);
-    EXPECT_EQ(fwd(elem, 262144).vecs_per_thread * fwd(elem, 262144).vec, 64);
-    EXPECT_EQ(fwd(elem, 262145).algo, algorithm::streaming);
-    EXPECT_EQ(fwd(elem, 262145).cluster_size, 16);
+    EXPECT_EQ(fwd(elem, 128256).cluster_size, elem == 4 ? 16 : 8);
+    EXPECT_EQ(fwd(elem, 4096 * n).cluster_size, 16);
+    EXPECT_EQ(fwd(elem, 4096 * n).vecs_per_thread * fwd(elem, 4096 * n).vec, n);
+    // The longest register rows: a cluster of 16 with 256 bytes per thread.
+    EXPECT_EQ(fwd(elem, 8192 * n).algo, algorithm::cluster);
+    EXPECT_EQ(fwd(elem, 8192 * n).vecs_per_thread * fwd(elem, 8192 * n).vec, 2 * n);
+    EXPECT_EQ(fwd(elem, 8192 * n + 1).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 8192 * n + 1).cluster_size, 16);
     // Without size-16 clusters: 8, then streaming through clusters of 8.
-    EXPECT_EQ(fwd(elem, 65536, hopper_portable).cluster_size, 8);
-    EXPECT_EQ(fwd(elem, 65537, hopper_portable).algo, algorithm::streaming);
-    EXPECT_EQ(fwd(elem, 65537, hopper_portable).cluster_size, 8);
-    // Without clusters (sm_80): one 512-thread CTA up to 16K, then one CTA streams each row.
-    EXPECT_EQ(fwd(elem, 16384, a100).algo, algorithm::registers);
-    EXPECT_EQ(fwd(elem, 16384, a100).threads_per_cta, 512);
-    EXPECT_EQ(fwd(elem, 16385, a100).algo, algorithm::streaming);
-    EXPECT_EQ(fwd(elem, 16385, a100).cluster_size, 1);
+    EXPECT_EQ(fwd(elem, 2048 * n, hopper_portable).cluster_size, 8);
+    EXPECT_EQ(fwd(elem, 2048 * n + 1, hopper_portable).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 2048 * n + 1, hopper_portable).cluster_size, 8);
+    // Without clusters (sm_80): one 512-thread CTA up to twice a CTA, then one CTA streams.
+    EXPECT_EQ(fwd(elem, 512 * n, a100).algo, algorithm::registers);
+    EXPECT_EQ(fwd(elem, 512 * n, a100).threads_per_cta, 512);
+    EXPECT_EQ(fwd(elem, 512 * n + 1, a100).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 512 * n + 1, a100).cluster_size, 1);
   }
 }
 

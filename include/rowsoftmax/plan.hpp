@@ -59,42 +59,45 @@ struct plan {
 
 namespace detail {
 
-/// One kernel instantiation the dispatcher can launch. Each thread holds `elems` elements of
-/// a row per pass (elems / vec vector slots), whatever the element type and vector width.
+/// One kernel instantiation the dispatcher can launch. Each thread holds `bytes` bytes of a row
+/// per tensor and pass in 16-byte vectors (32 fp32 or 64 bf16/fp16 elements for 128 bytes); the
+/// scalar fallback holds one element per 32-bit register, bytes / 4 elements of any type.
 struct kernel_config {
   algorithm algo;
   int threads_per_row;
-  int elems;
+  int bytes;
   int threads_per_cta;
   int cluster_size;
   bool scalar_ok;  ///< also instantiated with vec == 1 (misaligned fallback)
 };
 
-// 32 elements per thread: measured on the H200, 16-bit rows held as 64 elements per thread
-// took 127 registers (2 CTAs of 256 threads per SM) and did no better; capped at 64 registers
-// they spill (README, "Tuning notes"). Sub-warp rows share 128-thread CTAs; whole-warp and
-// longer rows use 256-thread CTAs, and clusters of them beyond 8K elements. A 512-thread CTA
-// holds 16K elements where clusters are unavailable; a cluster of 16 CTAs with 64 elements per
-// thread holds 256K. Streaming tiles are 256 threads x 32 elements.
+// 128 bytes a thread: the bytes in flight per SM, not the element count, set the speed of a
+// load-reduce-store kernel. Measured on the H200: 16-bit rows held as 32 elements a thread (64
+// bytes, the same 32 registers of converted floats as fp32) ran at 55-65% of copy from 2K
+// columns on, fp32 at 98%; holding 16-bit elements packed (64 a thread in 32 registers) moves as
+// many bytes as fp32 (README, "Tuning notes"). Sub-warp rows share 128-thread CTAs; whole-warp
+// and longer rows use 256-thread CTAs, and clusters of them beyond one CTA. A 512-thread CTA
+// holds twice one CTA's share where clusters are unavailable; a cluster of 16 CTAs with 256
+// bytes a thread holds the longest register rows. Streaming tiles are 256 threads x 128 bytes.
 inline constexpr kernel_config kernel_configs[] = {
-    {algorithm::registers, 1, 32, 128, 1, true},     // 0
-    {algorithm::registers, 2, 32, 128, 1, true},     // 1
-    {algorithm::registers, 4, 32, 128, 1, true},     // 2
-    {algorithm::registers, 8, 32, 128, 1, true},     // 3
-    {algorithm::registers, 16, 32, 128, 1, true},    // 4
-    {algorithm::registers, 32, 32, 256, 1, true},    // 5
-    {algorithm::registers, 64, 32, 256, 1, true},    // 6
-    {algorithm::registers, 128, 32, 256, 1, true},   // 7
-    {algorithm::registers, 256, 32, 256, 1, true},   // 8
-    {algorithm::registers, 512, 32, 512, 1, false},  // 9
-    {algorithm::cluster, 256, 32, 256, 2, false},    // 10
-    {algorithm::cluster, 256, 32, 256, 4, false},    // 11
-    {algorithm::cluster, 256, 32, 256, 8, false},    // 12
-    {algorithm::cluster, 256, 32, 256, 16, false},   // 13
-    {algorithm::cluster, 256, 64, 256, 16, false},   // 14
-    {algorithm::streaming, 256, 32, 256, 1, true},   // 15
-    {algorithm::streaming, 256, 32, 256, 8, true},   // 16
-    {algorithm::streaming, 256, 32, 256, 16, true},  // 17
+    {algorithm::registers, 1, 128, 128, 1, true},     // 0
+    {algorithm::registers, 2, 128, 128, 1, true},     // 1
+    {algorithm::registers, 4, 128, 128, 1, true},     // 2
+    {algorithm::registers, 8, 128, 128, 1, true},     // 3
+    {algorithm::registers, 16, 128, 128, 1, true},    // 4
+    {algorithm::registers, 32, 128, 256, 1, true},    // 5
+    {algorithm::registers, 64, 128, 256, 1, true},    // 6
+    {algorithm::registers, 128, 128, 256, 1, true},   // 7
+    {algorithm::registers, 256, 128, 256, 1, true},   // 8
+    {algorithm::registers, 512, 128, 512, 1, false},  // 9
+    {algorithm::cluster, 256, 128, 256, 2, false},    // 10
+    {algorithm::cluster, 256, 128, 256, 4, false},    // 11
+    {algorithm::cluster, 256, 128, 256, 8, false},    // 12
+    {algorithm::cluster, 256, 128, 256, 16, false},   // 13
+    {algorithm::cluster, 256, 256, 256, 16, false},   // 14
+    {algorithm::streaming, 256, 128, 256, 1, true},   // 15
+    {algorithm::streaming, 256, 128, 256, 8, true},   // 16
+    {algorithm::streaming, 256, 128, 256, 16, true},  // 17
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -108,11 +111,11 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int6
   return (a + b - 1) / b;
 }
 
-/// Vector slots per thread for a configuration at vector width `vec` (elements). `elem_size`
-/// is part of the signature for thresholds that may come to depend on the type.
+/// Vector slots per thread for a configuration at vector width `vec` (elements of
+/// `elem_size` bytes): the configuration's bytes in 16-byte vectors, or in 32-bit registers of
+/// one element each for the scalar fallback.
 constexpr int slots_per_thread(kernel_config const& c, int vec, std::size_t elem_size) noexcept {
-  (void)elem_size;
-  return c.elems / vec;
+  return vec > 1 ? c.bytes / (vec * static_cast<int>(elem_size)) : c.bytes / 4;
 }
 
 /// Vector windows of a row that a configuration holds in one pass (all CTAs of a cluster).
@@ -146,15 +149,16 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
 /// The plan the launchers use for `rows` rows of `cols` elements of `elem_size` bytes.
 ///
 /// Pure and constexpr: depends only on its arguments. Rows that fit one 256-thread CTA's
-/// registers (8K elements) use the smallest register configuration that holds them; longer
-/// rows the smallest cluster (2..16 CTAs, up to `limits.max_cluster_size`) that holds them in
-/// registers, or, without clusters, one 512-thread CTA up to 16K; longer rows stream through
-/// a cluster (or one CTA) twice. The scalar fallback (`layout.vec == 1`) has register
+/// registers (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register
+/// configuration that holds them; longer rows the smallest cluster (2..16 CTAs, up to
+/// `limits.max_cluster_size`) that holds them in registers, or, without clusters, one
+/// 512-thread CTA of twice that; longer rows stream through a cluster (or one CTA) twice. The
+/// scalar fallback (`layout.vec == 1`, 32 elements a thread of any type) has register
 /// configurations up to 256 threads per row and streams beyond.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits) noexcept {
-  (void)dir;  // forward and backward share thresholds (both hold 32 elements a thread)
+  (void)dir;  // forward and backward share thresholds (both hold 128 bytes a tensor a thread)
   using namespace detail;
   const int vec = layout.vec;
   const std::int64_t head = layout.shifted ? vec - 1 : 0;

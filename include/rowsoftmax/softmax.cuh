@@ -32,7 +32,8 @@ cudaError_t plan_call(direction dir, tensor_arg const (&t)[N], std::int64_t rows
   }
   int device = 0;
   ROWSOFTMAX_TRY(cudaGetDevice(&device));
-  return choose_plan<Op>(dir, t, rows, cols, device, out);
+  return choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), rows), rows, cols,
+                         device, out);
 }
 
 template <class Op, std::size_t N>
@@ -44,8 +45,10 @@ cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::ar
   int device = 0;
   ROWSOFTMAX_TRY(cudaGetDevice(&device));
   plan p;
-  ROWSOFTMAX_TRY(choose_plan<Op>(dir, t, a.rows, a.cols, device, &p));
-  return run<Op>(p, t, a, stream);
+  ROWSOFTMAX_TRY(choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), a.rows),
+                                 a.rows, a.cols, device, &p));
+  if (p.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
+  return launch<Op>(p, a, stream);
 }
 }  // namespace detail
 

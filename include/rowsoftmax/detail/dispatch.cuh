@@ -108,14 +108,13 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
   return cudaSuccess;
 }
 
-/// Plan for a call on `device`: plan_for, then smaller clusters while the chosen one does not
-/// fit the device.
-template <class Op, std::size_t N>
-cudaError_t choose_plan(direction dir, tensor_arg const (&t)[N], std::int64_t rows,
-                        std::int64_t cols, int device, plan* out) {
+/// Plan for a call on `device` with vector layout `layout`: plan_for, then smaller clusters
+/// while the chosen one does not fit the device. The plan's cluster kernel has been checked.
+template <class Op>
+cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std::int64_t cols,
+                        int device, plan* out) {
   device_limits limits;
   ROWSOFTMAX_TRY(cached_device_limits(device, &limits));
-  const row_layout layout = layout_of(t, sizeof(typename Op::value_type), rows);
   for (;;) {
     const plan p = plan_for(dir, rows, cols, sizeof(typename Op::value_type), layout, limits);
     if (p.cluster_size == 1) {
@@ -134,8 +133,20 @@ cudaError_t choose_plan(direction dir, tensor_arg const (&t)[N], std::int64_t ro
   }
 }
 
-/// Launches `p` for `a`. Refuses (cudaErrorInvalidValue) a plan that does not match the
-/// arguments: a vector width or alignment the pointers do not allow, or too little capacity.
+/// Launches a plan made for `a` (by choose_plan, or checked by `run`), without checks.
+template <class Op>
+cudaError_t launch(plan const& p, typename Op::args const& a, cudaStream_t stream) {
+  return visit_plan<Op>(p, [&](auto v, auto cfg) {
+    cudaLaunchAttribute attr[1];
+    const cudaLaunchConfig_t lc = launch_config(p, stream, attr);
+    return cudaLaunchKernelEx(&lc, kernel_ptr<Op, decltype(v)::value, decltype(cfg)::value>(), a);
+  });
+}
+
+/// Launches any configuration `p` names for `a` (tests and benchmarks force plans through
+/// it). Refuses (cudaErrorInvalidValue) a plan that does not match the arguments: a vector
+/// width or alignment the pointers do not allow, or too little capacity; and
+/// (cudaErrorInvalidConfiguration) a cluster the device cannot run.
 template <class Op, std::size_t N>
 cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const& a,
                 cudaStream_t stream) {
@@ -150,20 +161,16 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
     return cudaErrorInvalidValue;
   const plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem);
   if (q.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
-  int device = 0;
-  ROWSOFTMAX_TRY(cudaGetDevice(&device));
-  return visit_plan<Op>(q, [&](auto v, auto cfg) {
-    constexpr int V = decltype(v)::value;
-    constexpr int C = decltype(cfg)::value;
-    if constexpr (kernel_configs[C].cluster_size > 1) {
-      bool fits = false;
-      ROWSOFTMAX_TRY(cluster_fits<Op, V, C>(q, device, &fits));
-      if (!fits) return cudaErrorInvalidConfiguration;
-    }
-    cudaLaunchAttribute attr[1];
-    const cudaLaunchConfig_t lc = launch_config(q, stream, attr);
-    return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a);
-  });
+  if (q.cluster_size > 1) {
+    int device = 0;
+    ROWSOFTMAX_TRY(cudaGetDevice(&device));
+    bool fits = false;
+    ROWSOFTMAX_TRY(visit_plan<Op>(q, [&](auto v, auto cfg) {
+      return cluster_fits<Op, decltype(v)::value, decltype(cfg)::value>(q, device, &fits);
+    }));
+    if (!fits) return cudaErrorInvalidConfiguration;
+  }
+  return launch<Op>(q, a, stream);
 }
 
 }  // namespace rowsoftmax::detail

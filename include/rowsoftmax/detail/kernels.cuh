@@ -34,13 +34,21 @@ struct kernel_shape {
   using exchange =
       row_exchange<typename Op::reduce, threads_per_row, threads_per_cta, cluster_size>;
   using fragment = typename Op::template fragment<V, slots>;
+  // Registers: as many again as the row data a thread holds (32 for 128 bytes of one tensor),
+  // so that 1024 threads hold 128 KB of a one-tensor row per SM. Without this bound, 16-bit
+  // rows were scheduled into ~110 registers (all exps of a thread in flight), half the CTAs.
+  static constexpr int data_registers = config.bytes / 4 * Op::tensors;
+  static constexpr int min_ctas_per_sm =
+      65536 / (threads_per_cta * 2 * data_registers) > 1
+          ? 65536 / (threads_per_cta * 2 * data_registers)
+          : 1;
   static_assert(V == 16 / sizeof(typename Op::value_type) || (V == 1 && config.scalar_ok),
                 "vector width: 16 bytes, or the scalar fallback where configured");
   static_assert(slots >= 1 && (V * slots * sizeof(typename Op::value_type)) % 16 == 0);
 };
 
 template <class Op, int V, int Config>
-ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta)
+ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta, (kernel_shape<Op, V, Config>::min_ctas_per_sm))
     resident_kernel(typename Op::args const a) {
   using shape = kernel_shape<Op, V, Config>;
   constexpr int tpr = shape::threads_per_row;
@@ -68,7 +76,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta)
 }
 
 template <class Op, int V, int Config>
-ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta)
+ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta, (kernel_shape<Op, V, Config>::min_ctas_per_sm))
     streaming_kernel(typename Op::args const a) {
   using shape = kernel_shape<Op, V, Config>;
   using reduce = typename Op::reduce;

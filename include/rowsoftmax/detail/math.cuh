@@ -94,46 +94,4 @@ __host__ __device__ inline T from_float(float v) {
   }
 }
 
-/// max over the elements of an array, as float; -inf for none. Ignores NaN like fmaxf. 16-bit
-/// pairs are compared packed (one instruction per two elements, no conversion), so the
-/// elements are converted to float only once, where their exp is taken.
-template <class T, int N>
-__device__ inline float max_of(T const (&v)[N]) {
-  if constexpr (std::is_same_v<T, float> || N % 2 != 0) {
-    float m = neg_inf;
-#pragma unroll
-    for (int i = 0; i < N; ++i) m = fmaxf(m, to_float(v[i]));
-    return m;
-  } else {
-    using pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
-    pair m{from_float<T>(neg_inf), from_float<T>(neg_inf)};
-#pragma unroll
-    for (int i = 0; i < N; i += 2) m = __hmax2(m, pair{v[i], v[i + 1]});
-    return fmaxf(to_float(m.x), to_float(m.y));
-  }
-}
-
-/// Converts pairs of floats with one packed instruction where the type has one.
-template <class T, int N>
-__device__ inline void from_float_array(float const (&in)[N], T (&out)[N]) {
-  if constexpr (N % 2 == 0 && std::is_same_v<T, __half>) {
-#pragma unroll
-    for (int i = 0; i < N; i += 2) {
-      const __half2 h = __floats2half2_rn(in[i], in[i + 1]);
-      out[i] = __low2half(h);
-      out[i + 1] = __high2half(h);
-    }
-  } else if constexpr (N % 2 == 0 && std::is_same_v<T, __nv_bfloat16>) {
-#pragma unroll
-    for (int i = 0; i < N; i += 2) {
-      const __nv_bfloat162 h = __floats2bfloat162_rn(in[i], in[i + 1]);
-      out[i] = __low2bfloat16(h);
-      out[i + 1] = __high2bfloat16(h);
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; ++i) out[i] = from_float<T>(in[i]);
-  }
-}
-
 }  // namespace rowsoftmax::detail

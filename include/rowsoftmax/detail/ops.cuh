@@ -7,18 +7,24 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "math.cuh"
 #include "row_io.cuh"
+#include "vec.cuh"
 
 namespace rowsoftmax::detail {
 
-/// y = softmax(x) along each row. Thread partial: (max, sum of exp(x - max)) over its slots;
-/// the slots keep exp(x - thread max), so each element takes one exp2.
+/// y = softmax(x) along each row. Thread partial: (max, sum of exp(x - max)) over its slots.
+/// fp32 slots are overwritten by fold with exp(x - thread max), so each element takes one exp2;
+/// 16-bit slots stay packed (half the registers of converted floats, so a thread holds twice
+/// the elements) and the store takes the exp again from x.
 template <class T>
 struct forward_op {
   using value_type = T;
   using reduce = online_reduce;
+  static constexpr int tensors = 1;  // input tensors held in registers
+  static constexpr bool keeps_exp = std::is_same_v<T, float>;
 
   struct args {
     T const* x;
@@ -31,8 +37,8 @@ struct forward_op {
 
   template <int V, int N>
   struct fragment {
-    float v[N][V];
-    float m;  // max over this thread's slots (-inf if none is valid), set by load
+    vec_t<T, V> v[N];  // x as loaded; fp32: exp(x - m) after fold
+    float m;           // max over this thread's slots (-inf if none is valid), set by load
   };
 
   template <int V>
@@ -44,46 +50,55 @@ struct forward_op {
 
   template <int Stride, int V, int N>
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f) {
-    vec_t<T, V> raw[N];
-    load_windows<Stride>(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), raw);
+    load_windows<Stride>(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v);
     f.m = neg_inf;
 #pragma unroll
-    for (int k = 0; k < N; ++k) {
-      f.m = fmaxf(f.m, max_of(raw[k].v));
-#pragma unroll
-      for (int l = 0; l < V; ++l) f.v[k][l] = to_float(raw[k].v[l]);
-    }
+    for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, f.v[k].max());
   }
 
   template <int V, int N>
   __device__ static partial fold(fragment<V, N>& f) {
-    const float m = f.m;
-    const float shift = safe_shift(m);
+    const float shift = safe_shift(f.m);
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < N; ++k)
 #pragma unroll
       for (int l = 0; l < V; ++l) {
-        f.v[k][l] = exp2_fast((f.v[k][l] - shift) * log2e);
-        s += f.v[k][l];
+        const float e = exp2_fast((f.v[k].at(l) - shift) * log2e);
+        if constexpr (keeps_exp) f.v[k].w[l] = bits_as<std::uint32_t>(e);
+        s += e;
       }
-    return {m, s};
+    return {f.m, s};
   }
 
-  /// y = exp(x - m_thread) * exp(m_thread - M) / S. A thread whose slots were all -inf has
-  /// m_thread = -inf and writes zeros, unless the whole row is -inf (M = -inf, S = 0), which
-  /// gives NaN as torch.softmax does.
+  /// fp32: y = exp(x - m_thread) * exp(m_thread - M) / S; 16-bit: y = exp(x - M) * (1 / S).
+  /// A thread whose slots were all -inf writes zeros, unless the whole row is -inf (M = -inf,
+  /// S = 0), which gives NaN as torch.softmax does.
   template <int Stride, int V, int N>
   __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
                                partial total) {
-    const float scale = exp2_fast((f.m - safe_shift(total.m)) * log2e) / total.s;
+    const float shift = safe_shift(total.m);
     vec_t<T, V> out[N];
+    if constexpr (keeps_exp) {
+      const float scale = exp2_fast((f.m - shift) * log2e) / total.s;
 #pragma unroll
-    for (int k = 0; k < N; ++k) {
-      float y[V];
+      for (int k = 0; k < N; ++k) {
+        float y[V];
 #pragma unroll
-      for (int l = 0; l < V; ++l) y[l] = f.v[k][l] * scale;
-      from_float_array(y, out[k].v);
+        for (int l = 0; l < V; ++l) y[l] = f.v[k].at(l) * scale;
+        out[k] = vec_t<T, V>::round(y);
+      }
+    } else {
+      const float inv = 1.0f / total.s;
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+        vec_t<T, V> x = f.v[k];
+        x.opaque();  // convert again rather than keep fold's floats alive across the exchange
+        float y[V];
+#pragma unroll
+        for (int l = 0; l < V; ++l) y[l] = exp2_fast((x.at(l) - shift) * log2e) * inv;
+        out[k] = vec_t<T, V>::round(y);
+      }
     }
     store_windows<Stride>(a.y + w.row * a.y_stride, w, out);
   }
@@ -94,6 +109,7 @@ template <class T>
 struct backward_op {
   using value_type = T;
   using reduce = sum_reduce;
+  static constexpr int tensors = 2;  // input tensors held in registers
 
   struct args {
     T const* dy;
@@ -132,7 +148,7 @@ struct backward_op {
 #pragma unroll
     for (int k = 0; k < N; ++k)
 #pragma unroll
-      for (int l = 0; l < V; ++l) s = fmaf(to_float(f.dy[k].v[l]), to_float(f.y[k].v[l]), s);
+      for (int l = 0; l < V; ++l) s = fmaf(f.dy[k].at(l), f.y[k].at(l), s);
     return {0.0f, s};
   }
 
@@ -142,11 +158,13 @@ struct backward_op {
     vec_t<T, V> out[N];
 #pragma unroll
     for (int k = 0; k < N; ++k) {
+      vec_t<T, V> dy = f.dy[k], y = f.y[k];
+      dy.opaque();  // convert again rather than keep fold's floats alive across the exchange
+      y.opaque();
       float dx[V];
 #pragma unroll
-      for (int l = 0; l < V; ++l)
-        dx[l] = to_float(f.y[k].v[l]) * (to_float(f.dy[k].v[l]) - total.s);
-      from_float_array(dx, out[k].v);
+      for (int l = 0; l < V; ++l) dx[l] = y.at(l) * (dy.at(l) - total.s);
+      out[k] = vec_t<T, V>::round(dx);
     }
     store_windows<Stride>(a.dx + w.row * a.dx_stride, w, out);
   }

@@ -6,12 +6,9 @@
 
 #include <cstdint>
 
-namespace rowsoftmax::detail {
+#include "vec.cuh"
 
-template <class T, int V>
-struct alignas(sizeof(T) * V) vec_t {
-  T v[V];
-};
+namespace rowsoftmax::detail {
 
 /// One thread's view of one row. Window j covers elements [j*V - shift, j*V - shift + V) of
 /// the row; the address of its first element is V-aligned, so a window that lies wholly inside
@@ -45,11 +42,10 @@ __device__ inline void load_windows(T const* row, row_window const& w, T fill,
     if (e0 >= 0 && e0 + V <= w.cols) {
       out[k] = *reinterpret_cast<vec_t<T, V> const*>(row + e0);
     } else {
+      T e[V];
 #pragma unroll
-      for (int l = 0; l < V; ++l) {
-        const std::int64_t e = e0 + l;
-        out[k].v[l] = (e >= 0 && e < w.cols) ? row[e] : fill;
-      }
+      for (int l = 0; l < V; ++l) e[l] = (e0 + l >= 0 && e0 + l < w.cols) ? row[e0 + l] : fill;
+      out[k] = vec_t<T, V>::of(e);
     }
   }
 }
@@ -66,7 +62,7 @@ __device__ inline void store_windows(T* row, row_window const& w, vec_t<T, V> co
 #pragma unroll
       for (int l = 0; l < V; ++l) {
         const std::int64_t e = e0 + l;
-        if (e >= 0 && e < w.cols) row[e] = in[k].v[l];
+        if (e >= 0 && e < w.cols) row[e] = in[k].get(l);
       }
     }
   }

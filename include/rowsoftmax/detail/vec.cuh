@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+// A thread's registers for one 16-byte (or one-element) window of a row. Elements are kept
+// packed in 32-bit words, two per word for bf16/fp16, whichever path loaded them (one vector
+// load or element-wise at a head or tail), so a 16-bit row costs half the registers of fp32.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "math.cuh"
+
+namespace rowsoftmax::detail {
+
+template <class To, class From>
+__device__ inline To bits_as(From const& from) {
+  static_assert(sizeof(To) == sizeof(From));
+  To to;
+  memcpy(&to, &from, sizeof(to));
+  return to;
+}
+
+template <class T, int V>
+struct alignas(sizeof(T) * V) vec_t {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4);
+  using word = std::conditional_t<(sizeof(T) * V >= 4), std::uint32_t, std::uint16_t>;
+  static constexpr int per_word = static_cast<int>(sizeof(word) / sizeof(T));
+  static constexpr int words = V / per_word;
+  word w[words];
+
+  /// The vector holding `e[0..V)`.
+  __device__ static vec_t of(T const (&e)[V]) {
+    vec_t r;
+#pragma unroll
+    for (int i = 0; i < words; ++i) {
+      if constexpr (per_word == 1) {
+        r.w[i] = bits_as<word>(e[i]);
+      } else {
+        r.w[i] = std::uint32_t{bits_as<std::uint16_t>(e[2 * i])} |
+                 (std::uint32_t{bits_as<std::uint16_t>(e[2 * i + 1])} << 16);
+      }
+    }
+    return r;
+  }
+
+  /// Element `l` (a compile-time constant where it is used: the shifts fold away).
+  __device__ T get(int l) const {
+    if constexpr (per_word == 1) {
+      return bits_as<T>(w[l]);
+    } else {
+      return bits_as<T>(static_cast<std::uint16_t>(w[l / 2] >> (16 * (l % 2))));
+    }
+  }
+  __device__ float at(int l) const { return to_float(get(l)); }
+
+  /// Max over the elements as float (fmaxf's NaN rule); 16-bit pairs compared packed.
+  __device__ float max() const {
+    if constexpr (per_word == 1) {
+      float m = at(0);
+#pragma unroll
+      for (int l = 1; l < V; ++l) m = fmaxf(m, at(l));
+      return m;
+    } else {
+      using pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+      pair m = bits_as<pair>(w[0]);
+#pragma unroll
+      for (int i = 1; i < words; ++i) m = __hmax2(m, bits_as<pair>(w[i]));
+      return fmaxf(to_float(m.x), to_float(m.y));
+    }
+  }
+
+  /// The vector of `y` rounded to T (16-bit pairs with one packed conversion).
+  __device__ static vec_t round(float const (&y)[V]) {
+    vec_t r;
+#pragma unroll
+    for (int i = 0; i < words; ++i) {
+      if constexpr (per_word == 1) {
+        r.w[i] = bits_as<word>(from_float<T>(y[i]));
+      } else if constexpr (std::is_same_v<T, __half>) {
+        r.w[i] = bits_as<std::uint32_t>(__floats2half2_rn(y[2 * i], y[2 * i + 1]));
+      } else {
+        r.w[i] = bits_as<std::uint32_t>(__floats2bfloat162_rn(y[2 * i], y[2 * i + 1]));
+      }
+    }
+    return r;
+  }
+
+  /// Hides the value from the optimizer (emits no instruction): elements converted to float
+  /// for a reduction are converted again after it instead of being kept alive as floats, which
+  /// would double a 16-bit row's registers.
+  __device__ void opaque() {
+#pragma unroll
+    for (int i = 0; i < words; ++i) {
+      if constexpr (sizeof(word) == 4) {
+        asm volatile("" : "+r"(w[i]));
+      } else {
+        asm volatile("" : "+h"(w[i]));
+      }
+    }
+  }
+};
+
+}  // namespace rowsoftmax::detail
