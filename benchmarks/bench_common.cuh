@@ -102,11 +102,16 @@ inline const char* dtype_name<__nv_bfloat16>() {
   return "bf16";
 }
 
+/// A kernel configuration (and cluster size) to use instead of the launcher's choice.
+struct forced_config {
+  int config = -1;  ///< -1: none
+  int cluster = 1;
+};
+
 /// One benchmark: forward (2 tensors moved) or backward (3) of rows x cols.
-/// `forced`: a kernel configuration to use instead of the launcher's choice (-1: none).
 template <class T>
 void softmax_benchmark(benchmark::State& state, std::string const& name, direction dir,
-                       std::int64_t rows, std::int64_t cols, int forced = -1) {
+                       std::int64_t rows, std::int64_t cols, forced_config forced = {}) {
   pool& p = pool::get();
   T* a = p.as<T>(0);
   T* b = p.as<T>(1);
@@ -117,12 +122,13 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   } else {
     check(softmax_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, &pl), "plan");
   }
-  if (forced >= 0)
-    pl = detail::make_plan(forced, {pl.vec, pl.shifted}, rows, pl.windows, sizeof(T));
+  if (forced.config >= 0)
+    pl = detail::make_plan(forced.config, {pl.vec, pl.shifted}, rows, pl.windows, sizeof(T),
+                           forced.cluster);
   const detail::tensor_arg fwd_t[] = {{a, cols, false}, {b, cols, true}};
   const detail::tensor_arg bwd_t[] = {{a, cols, false}, {b, cols, false}, {c, cols, true}};
   const double us = time_launches(state, [&] {
-    if (forced >= 0)
+    if (forced.config >= 0)
       return dir == direction::forward
                  ? detail::run<detail::forward_op<T>>(pl, fwd_t, {a, cols, b, cols, rows, cols},
                                                       nullptr)

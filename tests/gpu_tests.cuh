@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "gpu_harness.cuh"
@@ -55,7 +56,8 @@ row_layout layout_for(shape const& s) {
   return {1, false};
 }
 
-/// Every cols in 1..2^20 at which the plan for `layout` changes, with its neighbour below.
+/// Every cols in 1..2^20 at which the plan for `layout` changes configuration, cluster size
+/// or (within one CTA) threads per row, with its neighbour below.
 template <class T>
 std::vector<std::int64_t> plan_thresholds(row_layout layout) {
   int device = 0;
@@ -63,14 +65,17 @@ std::vector<std::int64_t> plan_thresholds(row_layout layout) {
   if (cudaGetDevice(&device) != cudaSuccess || query_device_limits(device, &limits) != cudaSuccess)
     return {};
   std::vector<std::int64_t> out;
-  int previous = -1;
-  for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); ++cols) {
-    const int config = plan_for<T>(direction::forward, 3, cols, layout, limits).config;
-    if (previous >= 0 && config != previous) {
+  auto key = [](plan const& p) {
+    return std::tuple(p.config, p.cluster_size, p.cluster_size > 1 ? 0 : p.threads_per_row);
+  };
+  auto previous = key(plan_for<T>(direction::forward, 3, 1, layout, limits));
+  for (std::int64_t cols = 2; cols <= (std::int64_t{1} << 20); ++cols) {
+    const auto k = key(plan_for<T>(direction::forward, 3, cols, layout, limits));
+    if (k != previous) {
       out.push_back(cols - 1);
       out.push_back(cols);
     }
-    previous = config;
+    previous = k;
   }
   return out;
 }
@@ -162,8 +167,9 @@ TYPED_TEST_P(Gpu, RandomShapes) {
 }
 
 // Every kernel configuration that can hold the row (and every streaming one), forced through
-// the dispatcher: the plans other devices (sm_80, no size-16 clusters) get, clusters whose
-// trailing CTAs own no columns, and streaming over rows that fit one tile.
+// the dispatcher, clustered ones with the fewest CTAs that hold the row and with 16: the plans
+// other devices (sm_80, no size-16 clusters) get, clusters whose CTAs own a few windows each,
+// and streaming over rows that fit one tile.
 TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
   using T = TypeParam;
   for (std::int64_t cols : {1000, 5000, 70000})
@@ -174,14 +180,19 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
         if (layout.vec == 1 && !k.scalar_ok) continue;
         const std::int64_t windows =
             detail::ceil_div(cols + (layout.shifted ? layout.vec - 1 : 0), layout.vec);
-        if (k.algo != algorithm::streaming &&
-            detail::window_capacity(k, layout.vec, sizeof(T)) < windows)
-          continue;
-        launcher<T> forced;
-        forced.forced = detail::make_plan(c, layout, s.rows, windows, sizeof(T));
-        SCOPED_TRACE("config " + std::to_string(c) + ": " + to_string(*forced.forced));
-        check_forward<T>(s, seed_of(cols, c, 11), fill::random, forced);
-        check_backward<T>(s, seed_of(cols, c, 12), fill::random, forced);
+        const std::int64_t fewest = std::max<std::int64_t>(
+            2, detail::ceil_div(windows, detail::window_capacity(k, layout.vec, sizeof(T), 1)));
+        const std::int64_t sizes[] = {k.clustered ? fewest : 1, k.clustered ? 16 : 0};
+        for (std::int64_t n : sizes) {
+          if (n == 0 || n > 16 || (n == 16 && fewest == 16)) continue;
+          const plan p = detail::make_plan(c, layout, s.rows, windows, sizeof(T), int(n));
+          if (!detail::plan_holds(p)) continue;
+          launcher<T> forced;
+          forced.forced = p;
+          SCOPED_TRACE("config " + std::to_string(c) + ": " + to_string(p));
+          check_forward<T>(s, seed_of(cols, c * 17 + n, 11), fill::random, forced);
+          check_backward<T>(s, seed_of(cols, c * 17 + n, 12), fill::random, forced);
+        }
       }
     }
 }
@@ -210,6 +221,8 @@ TYPED_TEST_P(Gpu, PlanQueryMatchesThePlanner) {
         plan_for<T>(direction::forward, 4, cols, layout_for<T>({4, cols}), limits);
     EXPECT_EQ(p.config, expected.config) << cols << ": " << to_string(p);
     EXPECT_EQ(p.vec, expected.vec);
+    EXPECT_EQ(p.cluster_size, expected.cluster_size);
+    EXPECT_EQ(p.threads_per_cta, expected.threads_per_cta);
     EXPECT_EQ(p.grid_ctas, expected.grid_ctas);
   }
 }

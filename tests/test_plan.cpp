@@ -35,12 +35,22 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
   if (p.algo != k.algo) return "algorithm differs from its configuration";
   if (p.vec != c.layout.vec) return "vector width differs from the layout";
   if (p.vec == 1 && !k.scalar_ok) return "scalar plan on a vector-only configuration";
+  if (!rs::detail::plan_holds(p)) return "plan does not hold the row";
   // Windows: the row plus, for shifted rows, the worst head.
   const std::int64_t head = c.layout.shifted ? c.layout.vec - 1 : 0;
   if (p.windows != (cols + head + c.layout.vec - 1) / c.layout.vec) return "window count";
   // Coverage: one pass holds the row, except for streaming, which loops.
-  if (p.algo != algorithm::streaming && window_capacity(k, p.vec, c.elem) < p.windows)
-    return "row does not fit";
+  const std::int64_t held = std::int64_t{p.threads_per_row} * p.vecs_per_thread * p.cluster_size;
+  if (p.algo != algorithm::streaming && held < p.windows) return "row does not fit";
+  // No idle warp or CTA: one warp fewer per CTA, or one CTA fewer, would not hold the row.
+  if (k.threads_per_row == 0 && p.algo != algorithm::streaming) {
+    if (p.threads_per_row > 32 &&
+        std::int64_t{p.threads_per_row - 32} * p.vecs_per_thread * p.cluster_size >= p.windows)
+      return "a spare warp";
+    if (p.cluster_size > 1 &&
+        std::int64_t{k.max_threads} * p.vecs_per_thread * (p.cluster_size - 1) >= p.windows)
+      return "a spare CTA";
+  }
   // Resources.
   if (p.threads_per_cta > 1024 || p.threads_per_cta % 32 != 0) return "CTA size";
   if (p.threads_per_row * p.rows_per_cta != p.threads_per_cta) return "rows per CTA";
@@ -49,10 +59,11 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
     return "register bytes per thread";
   // Clusters only where allowed, one row per CTA.
   if (p.cluster_size > (d.compute_capability >= 90 ? d.max_cluster_size : 1)) return "cluster size";
+  if (k.clustered && d.compute_capability < 90) return "cluster configuration without clusters";
   if (p.cluster_size > 1 && p.rows_per_cta != 1) return "cluster CTA with several rows";
   // Grid.
-  const std::int64_t grid =
-      p.rows_per_cta == 1 ? rows * p.cluster_size : (rows + p.rows_per_cta - 1) / p.rows_per_cta;
+  const std::int64_t grid = p.rows_per_cta == 1 ? rows * p.cluster_size
+                                                : (rows + p.rows_per_cta - 1) / p.rows_per_cta;
   if (p.grid_ctas != grid) return "grid size";
   return nullptr;
 }
@@ -78,13 +89,13 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
   }
 }
 
-TEST(Plan, RegisterTierIsTheSmallestThatFits) {
+TEST(Plan, SubWarpTierIsTheSmallestThatFits) {
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
     const int vec = static_cast<int>(16 / elem);
     for (std::int64_t cols = 1; cols <= 40000; ++cols) {
       const rs::plan p = rs::plan_for(rs::direction::forward, 5, cols, elem, {vec, false}, h200);
-      if (p.algo != algorithm::registers || p.config == 0) continue;
-      // The previous register configuration would not have held the row.
+      if (p.config > rs::detail::last_subwarp_config || p.config == 0) continue;
+      // The previous configuration would not have held the row.
       EXPECT_LT(window_capacity(kernel_configs[p.config - 1], vec, elem), p.windows)
           << "cols=" << cols;
     }
@@ -104,27 +115,40 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 8 * n).vecs_per_thread * fwd(elem, 8 * n).vec, n);
     EXPECT_EQ(fwd(elem, n).threads_per_row, 1);
     EXPECT_EQ(fwd(elem, n + 1).threads_per_row, 2);
+    // Whole warps, as few as hold the row, as many rows as fit 8 warps.
+    EXPECT_EQ(fwd(elem, 16 * n + 1).threads_per_row, 32);
+    EXPECT_EQ(fwd(elem, 16 * n + 1).rows_per_cta, 8);
+    EXPECT_EQ(fwd(elem, 32 * n + 1).threads_per_row, 64);
+    EXPECT_EQ(fwd(elem, 32 * n + 1).rows_per_cta, 4);
+    EXPECT_EQ(fwd(elem, 64 * n + 1).threads_per_row, 96);
+    EXPECT_EQ(fwd(elem, 64 * n + 1).rows_per_cta, 2);
+    EXPECT_EQ(fwd(elem, 64 * n + 1).threads_per_cta, 192);
     // One 256-thread CTA holds 32 KB (8K fp32, 16K bf16/fp16 elements); clusters beyond.
     EXPECT_EQ(fwd(elem, 256 * n).algo, algorithm::registers);
     EXPECT_EQ(fwd(elem, 256 * n).threads_per_cta, 256);
     EXPECT_EQ(fwd(elem, 256 * n + 1).algo, algorithm::cluster);
     EXPECT_EQ(fwd(elem, 256 * n + 1).cluster_size, 2);
-    EXPECT_EQ(fwd(elem, 512 * n + 1).cluster_size, 4);
-    EXPECT_EQ(fwd(elem, 2048 * n).cluster_size, 8);
-    // Vocabulary rows (128256 columns): a cluster of 16 for fp32, of 8 for 16-bit types.
-    EXPECT_EQ(fwd(elem, 128256).algo, algorithm::cluster);
-    EXPECT_EQ(fwd(elem, 128256).cluster_size, elem == 4 ? 16 : 8);
+    EXPECT_EQ(fwd(elem, 256 * n + 1).threads_per_cta, 160);  // 129 threads a CTA: 5 warps
+    EXPECT_EQ(fwd(elem, 512 * n + 1).cluster_size, 3);
     EXPECT_EQ(fwd(elem, 4096 * n).cluster_size, 16);
-    EXPECT_EQ(fwd(elem, 4096 * n).vecs_per_thread * fwd(elem, 4096 * n).vec, n);
-    // The longest register rows: a cluster of 16 with 256 bytes per thread.
+    EXPECT_EQ(fwd(elem, 4096 * n).threads_per_cta, 256);
+    // Vocabulary rows: as many CTAs as they need.
+    EXPECT_EQ(fwd(elem, 50257).cluster_size, elem == 4 ? 7 : 4);
+    EXPECT_EQ(fwd(elem, 128256).cluster_size, elem == 4 ? 16 : 8);
+    EXPECT_EQ(fwd(elem, 128256).vecs_per_thread * fwd(elem, 128256).vec, n);
+    // Beyond 16 CTAs of 256 threads: 256 bytes a thread, again as many CTAs as needed.
+    EXPECT_EQ(fwd(elem, 4096 * n + 1).vecs_per_thread * fwd(elem, 4096 * n + 1).vec, 2 * n);
+    EXPECT_EQ(fwd(elem, 4096 * n + 1).cluster_size, 9);
+    EXPECT_EQ(fwd(elem, 151936).cluster_size, elem == 4 ? 10 : 10);
     EXPECT_EQ(fwd(elem, 8192 * n).algo, algorithm::cluster);
-    EXPECT_EQ(fwd(elem, 8192 * n).vecs_per_thread * fwd(elem, 8192 * n).vec, 2 * n);
+    EXPECT_EQ(fwd(elem, 8192 * n).cluster_size, 16);
     EXPECT_EQ(fwd(elem, 8192 * n + 1).algo, algorithm::streaming);
     EXPECT_EQ(fwd(elem, 8192 * n + 1).cluster_size, 16);
-    // Without size-16 clusters: 8, then streaming through clusters of 8.
+    // Without size-16 clusters: up to 8, then streaming through clusters of 8.
     EXPECT_EQ(fwd(elem, 2048 * n, hopper_portable).cluster_size, 8);
-    EXPECT_EQ(fwd(elem, 2048 * n + 1, hopper_portable).algo, algorithm::streaming);
-    EXPECT_EQ(fwd(elem, 2048 * n + 1, hopper_portable).cluster_size, 8);
+    EXPECT_EQ(fwd(elem, 2048 * n + 1, hopper_portable).cluster_size, 5);  // 256 bytes a thread
+    EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).cluster_size, 8);
     // Without clusters (sm_80): one 512-thread CTA up to twice a CTA, then one CTA streams.
     EXPECT_EQ(fwd(elem, 512 * n, a100).algo, algorithm::registers);
     EXPECT_EQ(fwd(elem, 512 * n, a100).threads_per_cta, 512);
@@ -149,8 +173,9 @@ TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
   // Scalar slots: 32 elements per thread, up to 256 threads.
   EXPECT_EQ(p(8192).algo, algorithm::registers);
   EXPECT_EQ(p(8193).algo, algorithm::streaming);
-  EXPECT_EQ(p(8193).cluster_size, 8);       // two tiles
-  EXPECT_EQ(p(8192 * 9).cluster_size, 16);  // nine tiles
+  EXPECT_EQ(p(8193).cluster_size, 2);        // two tiles
+  EXPECT_EQ(p(8192 * 9).cluster_size, 9);    // nine tiles
+  EXPECT_EQ(p(8192 * 17).cluster_size, 16);  // seventeen tiles
   const auto a = rs::plan_for(rs::direction::forward, 3, 8193, 2, {1, false}, a100);
   EXPECT_EQ(a.cluster_size, 1);
 }

@@ -67,7 +67,7 @@ inline cudaLaunchConfig_t launch_config(plan const& p, cudaStream_t stream,
   cfg.stream = stream;
   cfg.attrs = attr;
   cfg.numAttrs = 0;
-  if (p.cluster_size > 1) {
+  if (kernel_configs[p.config].clustered) {
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = static_cast<unsigned>(p.cluster_size);
     attr[0].val.clusterDim.y = 1;
@@ -77,25 +77,33 @@ inline cudaLaunchConfig_t launch_config(plan const& p, cudaStream_t stream,
   return cfg;
 }
 
-/// Whether the kernel can run with its cluster size on `device`: sets the non-portable size
-/// attribute where needed and asks cudaOccupancyMaxActiveClusters, once per device and kernel.
+/// Whether the kernel can run clusters of `p.cluster_size` CTAs of its largest size on
+/// `device`: sets the non-portable size attribute and asks cudaOccupancyMaxActiveClusters, once
+/// per device, kernel and cluster size.
 template <class Op, int V, int Config>
 cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
   constexpr int max_cached = 64;
-  static std::atomic<int> state[max_cached];  // 0 unknown, 1 fits, 2 does not fit
-  if (device >= 0 && device < max_cached) {
-    const int s = state[device].load(std::memory_order_relaxed);
+  static std::atomic<std::uint8_t> state[max_cached][max_cluster_size + 1];  // 0 unknown,
+                                                                             // 1 fits, 2 not
+  const int n = p.cluster_size;
+  if (n < 1 || n > max_cluster_size) {
+    *fits = false;
+    return cudaSuccess;
+  }
+  const bool cached = device >= 0 && device < max_cached;
+  if (cached) {
+    const int s = state[device][n].load(std::memory_order_relaxed);
     if (s != 0) {
       *fits = s == 1;
       return cudaSuccess;
     }
   }
   auto kernel = kernel_ptr<Op, V, Config>();
-  if (kernel_configs[Config].cluster_size > 8)
-    ROWSOFTMAX_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  ROWSOFTMAX_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchAttribute attr[1];
   plan one = p;
-  one.grid_ctas = kernel_configs[Config].cluster_size;
+  one.grid_ctas = n;
+  one.threads_per_cta = kernel_configs[Config].max_threads;
   cudaLaunchConfig_t cfg = launch_config(one, nullptr, attr);
   int clusters = 0;
   const cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
@@ -103,8 +111,7 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
   if (err != cudaSuccess && err != cudaErrorInvalidClusterSize) return err;
   if (err != cudaSuccess) (void)cudaGetLastError();
   *fits = err == cudaSuccess && clusters > 0;
-  if (device >= 0 && device < max_cached)
-    state[device].store(*fits ? 1 : 2, std::memory_order_relaxed);
+  if (cached) state[device][n].store(*fits ? 1 : 2, std::memory_order_relaxed);
   return cudaSuccess;
 }
 
@@ -129,17 +136,19 @@ cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std
       *out = p;
       return cudaSuccess;
     }
-    limits.max_cluster_size = p.cluster_size / 2;
+    limits.max_cluster_size = p.cluster_size - 1;
   }
 }
 
 /// Launches a plan made for `a` (by choose_plan, or checked by `run`), without checks.
 template <class Op>
 cudaError_t launch(plan const& p, typename Op::args const& a, cudaStream_t stream) {
+  const geometry g{p.threads_per_row, p.cluster_size};
   return visit_plan<Op>(p, [&](auto v, auto cfg) {
     cudaLaunchAttribute attr[1];
     const cudaLaunchConfig_t lc = launch_config(p, stream, attr);
-    return cudaLaunchKernelEx(&lc, kernel_ptr<Op, decltype(v)::value, decltype(cfg)::value>(), a);
+    return cudaLaunchKernelEx(&lc, kernel_ptr<Op, decltype(v)::value, decltype(cfg)::value>(), a,
+                              g);
   });
 }
 
@@ -155,11 +164,9 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
   if (p.config < 0 || p.config >= num_kernel_configs) return cudaErrorInvalidValue;
   if (p.vec > layout.vec || (layout.shifted && !p.shifted && p.vec > 1))
     return cudaErrorInvalidValue;
-  kernel_config const& c = kernel_configs[p.config];
   const std::int64_t windows = ceil_div(a.cols + (p.vec > 1 && p.shifted ? p.vec - 1 : 0), p.vec);
-  if (c.algo != algorithm::streaming && windows > window_capacity(c, p.vec, elem))
-    return cudaErrorInvalidValue;
-  const plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem);
+  const plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem, p.cluster_size);
+  if (!plan_holds(q)) return cudaErrorInvalidValue;
   if (q.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
   if (q.cluster_size > 1) {
     int device = 0;

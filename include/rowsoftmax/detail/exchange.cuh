@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "../plan.hpp"
 #include "math.cuh"
 
 namespace rowsoftmax::detail {
@@ -21,61 +22,62 @@ __device__ inline partial shfl_combine(partial p, int offset) {
   return Reduce::combine(p, q);
 }
 
-/// Reduction of one row whose `ThreadsPerRow` threads sit in consecutive lanes of a CTA of
-/// `CtaThreads` threads, the row spread over `ClusterSize` CTAs (then one row per CTA).
-template <class Reduce, int ThreadsPerRow, int CtaThreads, int ClusterSize>
+/// Reduction of one row. `Lanes` < 32: the row's threads are that many consecutive lanes of
+/// a warp (shuffles only). `Lanes` == 32: the row is `warps` whole warps of a CTA of at most
+/// `MaxCtaThreads` threads and, with `Clustered`, spread over the `ctas` CTAs of a cluster (then
+/// one row per CTA); both counts are chosen per launch.
+template <class Reduce, int Lanes, int MaxCtaThreads, bool Clustered>
 struct row_exchange {
-  static_assert((ThreadsPerRow & (ThreadsPerRow - 1)) == 0, "threads per row: a power of two");
-  static_assert(CtaThreads % ThreadsPerRow == 0 && CtaThreads % 32 == 0, "whole rows, warps");
-  static_assert(ClusterSize == 1 || ThreadsPerRow == CtaThreads, "a cluster shares one row");
-  static_assert(ClusterSize >= 1 && ClusterSize <= 16 && (ClusterSize & (ClusterSize - 1)) == 0);
-
-  static constexpr int lanes = ThreadsPerRow < 32 ? ThreadsPerRow : 32;
-  static constexpr int warps_per_row = ThreadsPerRow / lanes;
-  static constexpr int rows_per_cta = CtaThreads / ThreadsPerRow;
-  static constexpr int slots_per_row = warps_per_row * ClusterSize;  // partials to combine
-  static_assert((slots_per_row & (slots_per_row - 1)) == 0, "lane groups need a power of two");
-  static constexpr bool cluster = ClusterSize > 1;
+  static_assert(Lanes >= 1 && Lanes <= 32 && (Lanes & (Lanes - 1)) == 0, "lanes: a power of two");
+  static_assert(Lanes == 32 || !Clustered, "a cluster shares rows of whole warps");
+  static constexpr int max_slots = MaxCtaThreads / 32 * (Clustered ? max_cluster_size : 1);
 
   struct storage {
-    partial slot[rows_per_cta][slots_per_row];
-    std::uint64_t bar;  // cluster only: counts the bytes of the peers' partials
+    partial slot[max_slots];  // the CTA's rows' partials, one per warp of each row
+    std::uint64_t bar;        // cluster only: counts the bytes of the peers' partials
   };
 
-  /// Call once at kernel start, before the global loads. For a cluster: arms this CTA's
-  /// mbarrier for the partials it will receive, then a relaxed cluster arrive whose matching
-  /// wait (in `allreduce`) comes after the loads, so its latency hides behind memory.
-  __device__ static void begin(storage& smem) {
-    if constexpr (cluster) {
+  /// Call once at kernel start, before the global loads, with the warps of a row and the CTAs
+  /// of the cluster. For a cluster: arms this CTA's mbarrier for the partials it will receive,
+  /// then a relaxed cluster arrive whose matching wait (in `allreduce`) comes after the loads,
+  /// so its latency hides behind memory.
+  __device__ static void begin(storage& smem, int warps, int ctas) {
+    if constexpr (Clustered) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
       __trap();
 #else
       if (threadIdx.x == 0) {
         cuda::ptx::mbarrier_init(&smem.bar, 1);
         cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                             cuda::ptx::space_shared, &smem.bar,
-                                             slots_per_row * sizeof(partial));
+        cuda::ptx::mbarrier_arrive_expect_tx(
+            cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &smem.bar,
+            static_cast<std::uint32_t>(warps * ctas * sizeof(partial)));
       }
       cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_relaxed);
 #endif
+    } else {
+      (void)smem, (void)warps, (void)ctas;
     }
   }
 
-  /// The row's total from every thread's partial; all threads of the CTA must call it.
-  /// Every thread of the row (in every CTA of the cluster) gets the bitwise same result.
-  __device__ static partial allreduce(partial p, storage& smem) {
+  /// The row's total from every thread's partial; all threads of the CTA must call it with
+  /// the same counts as `begin`. Every thread of the row (in every CTA of the cluster) gets the
+  /// bitwise same result.
+  __device__ static partial allreduce(partial p, storage& smem, int warps, int ctas) {
 #pragma unroll
-    for (int o = lanes / 2; o > 0; o /= 2) p = shfl_combine<Reduce>(p, o);
-    if constexpr (slots_per_row == 1) {
+    for (int o = Lanes / 2; o > 0; o /= 2) p = shfl_combine<Reduce>(p, o);
+    if constexpr (Lanes < 32) {
+      (void)smem, (void)warps, (void)ctas;
       return p;
     } else {
+      const int used = warps * ctas;  // partials to combine, the same in every CTA
+      if (used == 1) return p;
       const int lane = threadIdx.x % 32;
       const int warp = threadIdx.x / 32;
-      const int row = warp / warps_per_row;
-      const int w = warp % warps_per_row;
-      if constexpr (!cluster) {
-        if (lane == 0) smem.slot[row][w] = p;
+      partial* slots = smem.slot + (warp / warps) * used;  // this warp's row
+      const int w = warp % warps;
+      if constexpr (!Clustered) {
+        if (lane == 0) slots[w] = p;
         __syncthreads();
       } else {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
@@ -85,8 +87,8 @@ struct row_exchange {
         cg::cluster_group cta_cluster = cg::this_cluster();
         const int rank = static_cast<int>(cta_cluster.block_rank());
         cuda::ptx::barrier_cluster_wait();  // every peer's mbarrier is initialized
-        if (lane < ClusterSize) {
-          partial* dst = cta_cluster.map_shared_rank(&smem.slot[0][rank * warps_per_row + w], lane);
+        if (lane < ctas) {
+          partial* dst = cta_cluster.map_shared_rank(&slots[rank * warps + w], lane);
           std::uint64_t* bar = cta_cluster.map_shared_rank(&smem.bar, lane);
           cuda::ptx::st_async(dst, p, bar);
         }
@@ -94,17 +96,13 @@ struct row_exchange {
         }
 #endif
       }
-      // Lane-parallel fold of the row's partials, then a butterfly. With fewer slots than
-      // lanes, each aligned group of `spread` lanes holds every slot once, so the butterfly
-      // over that group leaves the total in every lane. The same order in every warp and every
-      // CTA, hence the same bits.
-      constexpr int spread = slots_per_row < 32 ? slots_per_row : 32;
+      // Lane-parallel fold of the row's partials (lane i: slots i, i + 32, ...; identity where
+      // none), then a butterfly over the warp. The same order in every warp and every CTA,
+      // and combine is commutative bit for bit, hence the same bits everywhere.
       partial q = Reduce::identity();
+      for (int i = lane; i < used; i += 32) q = Reduce::combine(q, slots[i]);
 #pragma unroll
-      for (int i = lane % spread; i < slots_per_row; i += 32)
-        q = Reduce::combine(q, smem.slot[row][i]);
-#pragma unroll
-      for (int o = spread / 2; o > 0; o /= 2) q = shfl_combine<Reduce>(q, o);
+      for (int o = 16; o > 0; o /= 2) q = shfl_combine<Reduce>(q, o);
       return q;
     }
   }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The two kernel skeletons, written once for every op (forward, backward) and configuration:
 //   resident_kernel  - a row (or several) held in registers: read once, one exchange, store.
-//                      With ClusterSize > 1 the row spans the CTAs of a cluster (sm_90).
+//                      In a clustered configuration the row spans the CTAs of a cluster (sm_90).
 //   streaming_kernel - rows longer than the registers of a cluster: pass 1 streams the CTA's
 //                      share of the row into a partial, one exchange, pass 2 streams it again
 //                      (last tile first, so the most recently read tiles come from L2).
@@ -24,45 +24,55 @@
 
 namespace rowsoftmax::detail {
 
-template <class Op, int V, int Config>
-struct kernel_shape {
-  static constexpr kernel_config config = kernel_configs[Config];
-  static constexpr int threads_per_row = config.threads_per_row;
-  static constexpr int threads_per_cta = config.threads_per_cta;
-  static constexpr int cluster_size = config.cluster_size;
-  static constexpr int slots = slots_per_thread(config, V, sizeof(typename Op::value_type));
-  using exchange =
-      row_exchange<typename Op::reduce, threads_per_row, threads_per_cta, cluster_size>;
-  using fragment = typename Op::template fragment<V, slots>;
-  // Registers: as many again as the row data a thread holds (32 for 128 bytes of one tensor),
-  // so that 1024 threads hold 128 KB of a one-tensor row per SM. Without this bound, 16-bit
-  // rows were scheduled into ~110 registers (all exps of a thread in flight), half the CTAs.
-  static constexpr int data_registers = config.bytes / 4 * Op::tensors;
-  static constexpr int min_ctas_per_sm =
-      65536 / (threads_per_cta * 2 * data_registers) > 1
-          ? 65536 / (threads_per_cta * 2 * data_registers)
-          : 1;
-  static_assert(V == 16 / sizeof(typename Op::value_type) || (V == 1 && config.scalar_ok),
-                "vector width: 16 bytes, or the scalar fallback where configured");
-  static_assert(slots >= 1 && (V * slots * sizeof(typename Op::value_type)) % 16 == 0);
+/// What a launch chooses: whole-warp configurations' threads per row and the cluster size.
+struct geometry {
+  int threads_per_row;
+  int cluster_size;
 };
 
 template <class Op, int V, int Config>
-ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta, (kernel_shape<Op, V, Config>::min_ctas_per_sm))
-    resident_kernel(typename Op::args const a) {
-  using shape = kernel_shape<Op, V, Config>;
-  constexpr int tpr = shape::threads_per_row;
-  constexpr int cluster = shape::cluster_size;
-  __shared__ typename shape::exchange::storage smem;
-  shape::exchange::begin(smem);
+struct kernel_shape {
+  static constexpr kernel_config config = kernel_configs[Config];
+  static constexpr int max_threads = config.max_threads;
+  static constexpr int slots = slots_per_thread(config, V, sizeof(typename Op::value_type));
+  static constexpr int lanes = config.threads_per_row > 0 ? config.threads_per_row : 32;
+  using exchange = row_exchange<typename Op::reduce, lanes, max_threads, config.clustered>;
+  using fragment = typename Op::template fragment<V, slots>;
+  static_assert(V == 16 / sizeof(typename Op::value_type) || (V == 1 && config.scalar_ok),
+                "vector width: 16 bytes, or the scalar fallback where configured");
+  static_assert(slots >= 1 && (V * slots * sizeof(typename Op::value_type)) % 16 == 0);
+  // Registers: the row data a thread holds plus 48, so that a 256-thread CTA of one-tensor rows
+  // (32 data registers) keeps 3 CTAs an SM and of two-tensor rows 2. Without a bound, 16-bit
+  // rows were scheduled into ~110 registers (all exps of a thread in flight): half the CTAs.
+  static constexpr int data_registers = config.bytes / 4 * Op::tensors;
+  static constexpr int min_ctas_per_sm = 65536 / (max_threads * (data_registers + 48)) > 1
+                                             ? 65536 / (max_threads * (data_registers + 48))
+                                             : 1;
 
-  const int cta_rank = cluster > 1 ? static_cast<int>(blockIdx.x % cluster) : 0;
-  const std::int64_t row =
-      std::int64_t{blockIdx.x / cluster} * (shape::threads_per_cta / tpr) + threadIdx.x / tpr;
-  row_window w = Op::template window<V>(a, row, threadIdx.x % tpr);
-  if constexpr (cluster > 1) {
-    // Equal shares: CTA r owns windows [r * share, (r + 1) * share), so a row just above a
-    // cluster threshold keeps every CTA equally busy instead of leaving the last ones empty.
+  __device__ static int threads_per_row(geometry g) {
+    return config.threads_per_row > 0 ? config.threads_per_row
+           : config.algo == algorithm::streaming ? max_threads
+                                                 : g.threads_per_row;
+  }
+  __device__ static int cluster_size(geometry g) { return config.clustered ? g.cluster_size : 1; }
+};
+
+template <class Op, int V, int Config>
+ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].max_threads,
+                                         (kernel_shape<Op, V, Config>::min_ctas_per_sm))
+    resident_kernel(typename Op::args const a, geometry const g) {
+  using shape = kernel_shape<Op, V, Config>;
+  const int tpr = shape::threads_per_row(g);
+  const int cluster = shape::cluster_size(g);
+  __shared__ typename shape::exchange::storage smem;
+  shape::exchange::begin(smem, tpr / 32, cluster);
+
+  const int cta_rank = static_cast<int>(blockIdx.x % cluster);
+  const std::int64_t row = std::int64_t{blockIdx.x / cluster} * (blockDim.x / tpr) + threadIdx.x / tpr;
+  row_window w = Op::template window<V>(a, row, threadIdx.x % tpr, tpr);
+  if constexpr (shape::config.clustered) {
+    // Equal shares: CTA r owns windows [r * share, (r + 1) * share), so every CTA is equally
+    // busy (the planner sized the cluster and the CTAs for the widest head).
     const std::int64_t share = ceil_div(ceil_div(w.cols + w.shift, V), cluster);
     w.first += cta_rank * share;
     const std::int64_t end = (cta_rank + 1) * share * V - w.shift;
@@ -70,43 +80,43 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   }
 
   typename shape::fragment f;
-  Op::template load<tpr>(a, w, f);
-  const partial total = shape::exchange::allreduce(Op::fold(f), smem);
-  Op::template store<tpr>(a, w, f, total);
+  Op::load(a, w, f);
+  const partial total = shape::exchange::allreduce(Op::fold(f), smem, tpr / 32, cluster);
+  Op::store(a, w, f, total);
 }
 
 template <class Op, int V, int Config>
-ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta, (kernel_shape<Op, V, Config>::min_ctas_per_sm))
-    streaming_kernel(typename Op::args const a) {
+ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].max_threads,
+                                         (kernel_shape<Op, V, Config>::min_ctas_per_sm))
+    streaming_kernel(typename Op::args const a, geometry const g) {
   using shape = kernel_shape<Op, V, Config>;
   using reduce = typename Op::reduce;
-  constexpr int tpr = shape::threads_per_row;
-  constexpr int cluster = shape::cluster_size;
-  static_assert(tpr == shape::threads_per_cta, "one row per CTA");
+  constexpr int tpr = shape::max_threads;  // one row per CTA
+  const int cluster = shape::cluster_size(g);
   __shared__ typename shape::exchange::storage smem;
-  shape::exchange::begin(smem);
+  shape::exchange::begin(smem, tpr / 32, cluster);
 
-  const int cta_rank = cluster > 1 ? static_cast<int>(blockIdx.x % cluster) : 0;
-  row_window w = Op::template window<V>(a, std::int64_t{blockIdx.x / cluster}, 0);
+  const int cta_rank = static_cast<int>(blockIdx.x % cluster);
+  row_window w = Op::template window<V>(a, std::int64_t{blockIdx.x / cluster}, 0, tpr);
   constexpr std::int64_t tile = std::int64_t{tpr} * shape::slots;  // windows per tile
   const std::int64_t tiles = ceil_div(ceil_div(w.cols + w.shift, V), tile);
-  const std::int64_t per_cta = ceil_div(tiles, cluster);
-  const std::int64_t t0 = cta_rank * per_cta;
-  const std::int64_t t1 = t0 + per_cta < tiles ? t0 + per_cta : tiles;
+  // CTA r streams tiles [t0, t1): shares differ by at most one tile.
+  const std::int64_t t0 = tiles * cta_rank / cluster;
+  const std::int64_t t1 = tiles * (cta_rank + 1) / cluster;
 
   typename shape::fragment f;
   partial acc = reduce::identity();
   for (std::int64_t t = t0; t < t1; ++t) {
     w.first = t * tile + threadIdx.x;
-    Op::template load<tpr>(a, w, f);
+    Op::load(a, w, f);
     acc = reduce::combine(acc, Op::fold(f));
   }
-  const partial total = shape::exchange::allreduce(acc, smem);
+  const partial total = shape::exchange::allreduce(acc, smem, tpr / 32, cluster);
   for (std::int64_t t = t1 - 1; t >= t0; --t) {
     w.first = t * tile + threadIdx.x;
-    Op::template load<tpr>(a, w, f);
+    Op::load(a, w, f);
     Op::fold(f);
-    Op::template store<tpr>(a, w, f, total);
+    Op::store(a, w, f, total);
   }
 }
 

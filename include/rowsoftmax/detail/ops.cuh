@@ -42,15 +42,16 @@ struct forward_op {
   };
 
   template <int V>
-  __device__ static row_window window(args const& a, std::int64_t row, std::int64_t first) {
+  __device__ static row_window window(args const& a, std::int64_t row, std::int64_t first,
+                                      int stride) {
     const bool active = row < a.rows;
     const std::int64_t r = active ? row : 0;
-    return {r, active ? a.cols : 0, first, head_of<V>(a.x + r * a.x_stride)};
+    return {r, active ? a.cols : 0, first, stride, head_of<V>(a.x + r * a.x_stride)};
   }
 
-  template <int Stride, int V, int N>
+  template <int V, int N>
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f) {
-    load_windows<Stride>(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v);
+    load_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v);
     f.m = neg_inf;
 #pragma unroll
     for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, f.v[k].max());
@@ -74,7 +75,7 @@ struct forward_op {
   /// fp32: y = exp(x - m_thread) * exp(m_thread - M) / S; 16-bit: y = exp(x - M) * (1 / S).
   /// A thread whose slots were all -inf writes zeros, unless the whole row is -inf (M = -inf,
   /// S = 0), which gives NaN as torch.softmax does.
-  template <int Stride, int V, int N>
+  template <int V, int N>
   __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
                                partial total) {
     const float shift = safe_shift(total.m);
@@ -100,7 +101,7 @@ struct forward_op {
         out[k] = vec_t<T, V>::round(y);
       }
     }
-    store_windows<Stride>(a.y + w.row * a.y_stride, w, out);
+    store_windows(a.y + w.row * a.y_stride, w, out);
   }
 };
 
@@ -129,17 +130,18 @@ struct backward_op {
   };
 
   template <int V>
-  __device__ static row_window window(args const& a, std::int64_t row, std::int64_t first) {
+  __device__ static row_window window(args const& a, std::int64_t row, std::int64_t first,
+                                      int stride) {
     const bool active = row < a.rows;
     const std::int64_t r = active ? row : 0;
-    return {r, active ? a.cols : 0, first, head_of<V>(a.dy + r * a.dy_stride)};
+    return {r, active ? a.cols : 0, first, stride, head_of<V>(a.dy + r * a.dy_stride)};
   }
 
-  template <int Stride, int V, int N>
+  template <int V, int N>
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f) {
     const T zero = from_float<T>(0.0f);
-    load_windows<Stride>(a.dy + w.row * a.dy_stride, w, zero, f.dy);
-    load_windows<Stride>(a.y + w.row * a.y_stride, w, zero, f.y);
+    load_windows(a.dy + w.row * a.dy_stride, w, zero, f.dy);
+    load_windows(a.y + w.row * a.y_stride, w, zero, f.y);
   }
 
   template <int V, int N>
@@ -152,7 +154,7 @@ struct backward_op {
     return {0.0f, s};
   }
 
-  template <int Stride, int V, int N>
+  template <int V, int N>
   __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
                                partial total) {
     vec_t<T, V> out[N];
@@ -166,7 +168,7 @@ struct backward_op {
       for (int l = 0; l < V; ++l) dx[l] = y.at(l) * (dy.at(l) - total.s);
       out[k] = vec_t<T, V>::round(dx);
     }
-    store_windows<Stride>(a.dx + w.row * a.dx_stride, w, out);
+    store_windows(a.dx + w.row * a.dx_stride, w, out);
   }
 };
 

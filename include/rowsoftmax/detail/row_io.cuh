@@ -17,7 +17,8 @@ struct row_window {
   std::int64_t row;    ///< row index, clamped into range for inactive threads
   std::int64_t cols;   ///< elements before this limit are valid: the row length (or the end of
                        ///< this CTA's share of a cluster row), 0 for a row past the end
-  std::int64_t first;  ///< window of this thread's slot 0; slot k is first + k * Stride
+  std::int64_t first;  ///< window of this thread's slot 0; slot k is first + k * stride
+  int stride;          ///< windows between a thread's slots: the threads sharing the row
   int shift;           ///< elements between the aligned base and the row start (the head)
 };
 
@@ -31,14 +32,14 @@ __device__ inline int head_of(T const* row_start) {
   }
 }
 
-/// Reads N windows (stride `Stride` windows apart) of a row into registers; elements outside
+/// Reads N windows (`w.stride` windows apart) of a row into registers; elements outside
 /// [0, cols) read as `fill` and touch no memory. All loads are issued before any is used.
-template <int Stride, class T, int V, int N>
+template <class T, int V, int N>
 __device__ inline void load_windows(T const* row, row_window const& w, T fill,
                                     vec_t<T, V> (&out)[N]) {
 #pragma unroll
   for (int k = 0; k < N; ++k) {
-    const std::int64_t e0 = (w.first + std::int64_t{k} * Stride) * V - w.shift;
+    const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
     if (e0 >= 0 && e0 + V <= w.cols) {
       out[k] = *reinterpret_cast<vec_t<T, V> const*>(row + e0);
     } else {
@@ -51,11 +52,11 @@ __device__ inline void load_windows(T const* row, row_window const& w, T fill,
 }
 
 /// Writes the in-range elements of N windows; the same geometry as `load_windows`.
-template <int Stride, class T, int V, int N>
+template <class T, int V, int N>
 __device__ inline void store_windows(T* row, row_window const& w, vec_t<T, V> const (&in)[N]) {
 #pragma unroll
   for (int k = 0; k < N; ++k) {
-    const std::int64_t e0 = (w.first + std::int64_t{k} * Stride) * V - w.shift;
+    const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
     if (e0 >= 0 && e0 + V <= w.cols) {
       *reinterpret_cast<vec_t<T, V>*>(row + e0) = in[k];
     } else {
