@@ -42,15 +42,13 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
   // Coverage: one pass holds the row, except for streaming, which loops.
   const std::int64_t held = std::int64_t{p.threads_per_row} * p.vecs_per_thread * p.cluster_size;
   if (p.algo != algorithm::streaming && held < p.windows) return "row does not fit";
-  // No idle warp or CTA: one warp fewer per CTA, or one CTA fewer, would not hold the row.
-  if (k.threads_per_row == 0 && p.algo != algorithm::streaming) {
-    if (p.threads_per_row > 32 &&
-        std::int64_t{p.threads_per_row - 32} * p.vecs_per_thread * p.cluster_size >= p.windows)
-      return "a spare warp";
-    if (p.cluster_size > 1 &&
-        std::int64_t{k.max_threads} * p.vecs_per_thread * (p.cluster_size - 1) >= p.windows)
-      return "a spare CTA";
-  }
+  // No idle CTA: one CTA fewer would not hold the row (streaming: no CTA without a tile).
+  if (p.algo == algorithm::cluster && p.cluster_size > 1 &&
+      std::int64_t{p.threads_per_row} * p.vecs_per_thread * (p.cluster_size - 1) >= p.windows)
+    return "a spare CTA";
+  if (p.algo == algorithm::streaming &&
+      std::int64_t{p.threads_per_row} * p.vecs_per_thread * (p.cluster_size - 1) >= p.windows)
+    return "a CTA without a tile";
   // Resources.
   if (p.threads_per_cta > 1024 || p.threads_per_cta % 32 != 0) return "CTA size";
   if (p.threads_per_row * p.rows_per_cta != p.threads_per_cta) return "rows per CTA";
@@ -89,12 +87,12 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
   }
 }
 
-TEST(Plan, SubWarpTierIsTheSmallestThatFits) {
+TEST(Plan, RegisterTierIsTheSmallestThatFits) {
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
     const int vec = static_cast<int>(16 / elem);
     for (std::int64_t cols = 1; cols <= 40000; ++cols) {
       const rs::plan p = rs::plan_for(rs::direction::forward, 5, cols, elem, {vec, false}, h200);
-      if (p.config > rs::detail::last_subwarp_config || p.config == 0) continue;
+      if (p.config > rs::detail::last_cta_config || p.config == 0) continue;
       // The previous configuration would not have held the row.
       EXPECT_LT(window_capacity(kernel_configs[p.config - 1], vec, elem), p.windows)
           << "cols=" << cols;
@@ -115,20 +113,18 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 8 * n).vecs_per_thread * fwd(elem, 8 * n).vec, n);
     EXPECT_EQ(fwd(elem, n).threads_per_row, 1);
     EXPECT_EQ(fwd(elem, n + 1).threads_per_row, 2);
-    // Whole warps, as few as hold the row, as many rows as fit 8 warps.
+    // Whole warps: powers of two, several rows to a 256-thread CTA.
     EXPECT_EQ(fwd(elem, 16 * n + 1).threads_per_row, 32);
     EXPECT_EQ(fwd(elem, 16 * n + 1).rows_per_cta, 8);
     EXPECT_EQ(fwd(elem, 32 * n + 1).threads_per_row, 64);
     EXPECT_EQ(fwd(elem, 32 * n + 1).rows_per_cta, 4);
-    EXPECT_EQ(fwd(elem, 64 * n + 1).threads_per_row, 96);
+    EXPECT_EQ(fwd(elem, 64 * n + 1).threads_per_row, 128);
     EXPECT_EQ(fwd(elem, 64 * n + 1).rows_per_cta, 2);
-    EXPECT_EQ(fwd(elem, 64 * n + 1).threads_per_cta, 192);
     // One 256-thread CTA holds 32 KB (8K fp32, 16K bf16/fp16 elements); clusters beyond.
     EXPECT_EQ(fwd(elem, 256 * n).algo, algorithm::registers);
     EXPECT_EQ(fwd(elem, 256 * n).threads_per_cta, 256);
     EXPECT_EQ(fwd(elem, 256 * n + 1).algo, algorithm::cluster);
     EXPECT_EQ(fwd(elem, 256 * n + 1).cluster_size, 2);
-    EXPECT_EQ(fwd(elem, 256 * n + 1).threads_per_cta, 160);  // 129 threads a CTA: 5 warps
     EXPECT_EQ(fwd(elem, 512 * n + 1).cluster_size, 3);
     EXPECT_EQ(fwd(elem, 4096 * n).cluster_size, 16);
     EXPECT_EQ(fwd(elem, 4096 * n).threads_per_cta, 256);

@@ -64,11 +64,11 @@ namespace detail {
 /// scalar fallback holds one element per 32-bit register, bytes / 4 elements of any type.
 struct kernel_config {
   algorithm algo;
-  int threads_per_row;  ///< a fixed sub-warp row (1..16), or 0: whole warps, chosen per call
+  int threads_per_row;
   int bytes;
-  int max_threads;  ///< the largest CTA (the kernel's launch bound)
-  bool clustered;   ///< CTAs form clusters (sm_90+) of 2..max_cluster_size, chosen per call
-  bool scalar_ok;   ///< also instantiated with vec == 1 (misaligned fallback)
+  int threads_per_cta;
+  bool clustered;  ///< CTAs form clusters (sm_90+) of 2..max_cluster_size, chosen per call
+  bool scalar_ok;  ///< also instantiated with vec == 1 (misaligned fallback)
 };
 
 inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
@@ -77,35 +77,37 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // load-reduce-store kernel. Measured on the H200: 16-bit rows held as 32 elements a thread (64
 // bytes, the same 32 registers of converted floats as fp32) ran at 55-65% of copy from 2K
 // columns on, fp32 at 98%; holding 16-bit elements packed (64 a thread in 32 registers) moves as
-// many bytes as fp32 (README, "Tuning notes"). Sub-warp rows share 128-thread CTAs. Longer rows
-// take as many warps as they need (up to 8 a CTA, several rows to a CTA where they fit) and,
-// beyond one CTA, as many CTAs of a cluster as they need: a row never leaves a warp or a CTA
-// idle, whatever its length. 512-thread CTAs hold twice one CTA's share where clusters are
-// unavailable; CTAs of 256 bytes a thread hold the longest register rows. Streaming tiles are
-// 256 threads x 128 bytes.
+// many bytes as fp32 (README, "Tuning notes"). Sub-warp rows share 128-thread CTAs; whole-warp
+// and longer rows use 256-thread CTAs, and beyond one CTA as many CTAs of a cluster as they
+// need (the cluster size is a launch parameter). Threads per row are compile-time constants:
+// chosen per call they cost up to 20% (README, "Tuning notes"). A 512-thread CTA holds twice
+// one CTA's share where clusters are unavailable; CTAs of 256 bytes a thread hold the longest
+// register rows. Streaming tiles are 256 threads x 128 bytes.
 inline constexpr kernel_config kernel_configs[] = {
-    {algorithm::registers, 1, 128, 128, false, true},    // 0
-    {algorithm::registers, 2, 128, 128, false, true},    // 1
-    {algorithm::registers, 4, 128, 128, false, true},    // 2
-    {algorithm::registers, 8, 128, 128, false, true},    // 3
-    {algorithm::registers, 16, 128, 128, false, true},   // 4
-    {algorithm::registers, 0, 128, 256, false, true},    // 5: 1..8 warps a row
-    {algorithm::registers, 0, 128, 512, false, false},   // 6: up to 16 warps, no clusters
-    {algorithm::cluster, 0, 128, 256, true, false},      // 7
-    {algorithm::cluster, 0, 256, 256, true, false},      // 8
-    {algorithm::streaming, 0, 128, 256, false, true},    // 9
-    {algorithm::streaming, 0, 128, 256, true, true},     // 10
+    {algorithm::registers, 1, 128, 128, false, true},     // 0
+    {algorithm::registers, 2, 128, 128, false, true},     // 1
+    {algorithm::registers, 4, 128, 128, false, true},     // 2
+    {algorithm::registers, 8, 128, 128, false, true},     // 3
+    {algorithm::registers, 16, 128, 128, false, true},    // 4
+    {algorithm::registers, 32, 128, 256, false, true},    // 5
+    {algorithm::registers, 64, 128, 256, false, true},    // 6
+    {algorithm::registers, 128, 128, 256, false, true},   // 7
+    {algorithm::registers, 256, 128, 256, false, true},   // 8
+    {algorithm::registers, 512, 128, 512, false, false},  // 9: without clusters
+    {algorithm::cluster, 256, 128, 256, true, false},     // 10
+    {algorithm::cluster, 256, 256, 256, true, false},     // 11
+    {algorithm::streaming, 256, 128, 256, false, true},   // 12
+    {algorithm::streaming, 256, 128, 256, true, true},    // 13
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
 
-inline constexpr int last_subwarp_config = 4;
-inline constexpr int warps_config = 5;
-inline constexpr int wide_cta_config = 6;  // one 512-thread CTA, used without clusters
-inline constexpr int cluster_config = 7;
-inline constexpr int wide_cluster_config = 8;
-inline constexpr int streaming_config = 9;
-inline constexpr int streaming_cluster_config = 10;
+inline constexpr int last_cta_config = 8;  // the largest one-CTA configuration with clusters
+inline constexpr int wide_cta_config = 9;  // one 512-thread CTA, used without clusters
+inline constexpr int cluster_config = 10;
+inline constexpr int wide_cluster_config = 11;
+inline constexpr int streaming_config = 12;
+inline constexpr int streaming_cluster_config = 13;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -118,19 +120,17 @@ constexpr int slots_per_thread(kernel_config const& c, int vec, std::size_t elem
   return vec > 1 ? c.bytes / (vec * static_cast<int>(elem_size)) : c.bytes / 4;
 }
 
-/// Vector windows of a row that a configuration holds in one pass at its largest: all
-/// threads of its largest CTA, times `cluster` CTAs where it forms clusters.
+/// Vector windows of a row that a configuration holds in one pass: all its threads of a row,
+/// times `cluster` CTAs where it forms clusters.
 constexpr std::int64_t window_capacity(kernel_config const& c, int vec, std::size_t elem_size,
                                        int cluster = max_cluster_size) noexcept {
-  const int tpr = c.threads_per_row > 0 ? c.threads_per_row : c.max_threads;
-  return std::int64_t{tpr} * slots_per_thread(c, vec, elem_size) * (c.clustered ? cluster : 1);
+  return std::int64_t{c.threads_per_row} * slots_per_thread(c, vec, elem_size) *
+         (c.clustered ? cluster : 1);
 }
 
 /// The plan that runs `config` over rows of `windows` vector windows, with `cluster` CTAs a
 /// row where the configuration forms clusters (streaming: the CTAs that share a row's tiles).
-/// Whole-warp configurations take the fewest warps that hold the row (or a CTA's share of it).
-/// The result may not hold the row (more warps than the configuration's CTA has): callers
-/// check with `plan_holds`.
+/// The result may not hold the row: callers check with `plan_holds`.
 constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::int64_t windows,
                          std::size_t elem_size, int cluster = 1) noexcept {
   kernel_config const& c = kernel_configs[config];
@@ -139,36 +139,23 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
   p.config = config;
   p.vec = layout.vec;
   p.shifted = layout.shifted;
+  p.threads_per_row = c.threads_per_row;
   p.vecs_per_thread = slots_per_thread(c, layout.vec, elem_size);
+  p.rows_per_cta = c.threads_per_cta / c.threads_per_row;
+  p.threads_per_cta = c.threads_per_cta;
   p.cluster_size = c.clustered ? cluster : 1;
   p.windows = windows;
-  if (c.threads_per_row > 0) {
-    p.threads_per_row = c.threads_per_row;
-  } else if (c.algo == algorithm::streaming) {
-    p.threads_per_row = c.max_threads;
-  } else {
-    const std::int64_t share = ceil_div(windows, p.cluster_size);
-    const std::int64_t warps = ceil_div(share, 32 * std::int64_t{p.vecs_per_thread});
-    p.threads_per_row = static_cast<int>(32 * (warps < 1 ? 1 : warps < 64 ? warps : 64));
-  }
-  p.rows_per_cta = p.cluster_size > 1 || p.threads_per_row >= c.max_threads
-                       ? 1
-                       : c.max_threads / p.threads_per_row;
-  p.threads_per_cta = p.rows_per_cta * p.threads_per_row;
-  p.grid_ctas = p.cluster_size > 1 || c.algo == algorithm::streaming
-                    ? rows * p.cluster_size
-                    : ceil_div(rows, p.rows_per_cta);
+  p.grid_ctas = c.clustered || c.algo == algorithm::streaming ? rows * p.cluster_size
+                                                               : ceil_div(rows, p.rows_per_cta);
   return p;
 }
 
-/// Whether plan `p` can run its rows: its CTA within the configuration's, its cluster within
-/// 16, and (but for streaming) the row within its threads' slots.
+/// Whether plan `p` can run its rows: a known configuration, a cluster within 16, and (but for
+/// streaming) the row within its threads' slots.
 constexpr bool plan_holds(plan const& p) noexcept {
   if (p.config < 0 || p.config >= num_kernel_configs) return false;
   kernel_config const& c = kernel_configs[p.config];
-  if (p.threads_per_cta > c.max_threads || p.cluster_size < 1 ||
-      p.cluster_size > (c.clustered ? max_cluster_size : 1))
-    return false;
+  if (p.cluster_size < 1 || p.cluster_size > (c.clustered ? max_cluster_size : 1)) return false;
   return c.algo == algorithm::streaming ||
          std::int64_t{p.threads_per_row} * p.vecs_per_thread * p.cluster_size >= p.windows;
 }
@@ -177,14 +164,13 @@ constexpr bool plan_holds(plan const& p) noexcept {
 
 /// The plan the launchers use for `rows` rows of `cols` elements of `elem_size` bytes.
 ///
-/// Pure and constexpr: depends only on its arguments. Rows up to 16 threads' registers share
-/// a warp (the smallest power of two that holds them); longer rows take the fewest whole warps
-/// that hold them, up to one 256-thread CTA (32 KB a tensor: 8K fp32 or 16K bf16/fp16
-/// elements). Longer rows take the fewest CTAs of a cluster (up to `limits.max_cluster_size`)
-/// that hold them, each the fewest warps that hold its share, first at 128 bytes a thread, then
-/// at 256; without clusters, one 512-thread CTA. Longer rows stream through a cluster (or one
-/// CTA) twice. The scalar fallback (`layout.vec == 1`, 32 elements a thread of any type) has the
-/// CTA tiers and streams beyond.
+/// Pure and constexpr: depends only on its arguments. Rows that one 256-thread CTA holds
+/// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
+/// that holds them (sub-warp rows share a warp); longer rows the fewest CTAs of a cluster (up
+/// to `limits.max_cluster_size`) that hold them, first at 128 bytes a thread, then at 256;
+/// without clusters, one 512-thread CTA. Longer rows stream through a cluster (or one CTA)
+/// twice. The scalar fallback (`layout.vec == 1`, 32 elements a thread of any type) has the
+/// one-CTA configurations and streams beyond.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits) noexcept {
@@ -194,25 +180,22 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   const std::int64_t head = layout.shifted ? vec - 1 : 0;
   const std::int64_t windows = ceil_div(cols + head, vec);
   const int max_cluster = limits.compute_capability >= 90 ? limits.max_cluster_size : 1;
-  auto fits = [&](int config, int cluster) {
-    return windows <= window_capacity(kernel_configs[config], vec, elem_size, cluster);
+  auto capacity = [&](int config, int cluster) {
+    return window_capacity(kernel_configs[config], vec, elem_size, cluster);
   };
 
-  for (int i = 0; i <= last_subwarp_config; ++i)
-    if (fits(i, 1)) return make_plan(i, layout, rows, windows, elem_size);
-  if (fits(warps_config, 1)) return make_plan(warps_config, layout, rows, windows, elem_size);
+  for (int i = 0; i <= last_cta_config; ++i)
+    if (windows <= capacity(i, 1)) return make_plan(i, layout, rows, windows, elem_size);
   if (vec > 1) {
-    if (max_cluster < 2 && fits(wide_cta_config, 1))
+    if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
       return make_plan(wide_cta_config, layout, rows, windows, elem_size);
     for (int i : {cluster_config, wide_cluster_config})
-      if (max_cluster >= 2 && fits(i, max_cluster)) {
-        const std::int64_t n = ceil_div(windows, window_capacity(kernel_configs[i], vec, elem_size, 1));
-        return make_plan(i, layout, rows, windows, elem_size, static_cast<int>(n));
-      }
+      if (max_cluster >= 2 && windows <= capacity(i, max_cluster))
+        return make_plan(i, layout, rows, windows, elem_size,
+                         static_cast<int>(ceil_div(windows, capacity(i, 1))));
   }
   // Streaming: a cluster as large as allowed, but none larger than the row has tiles.
-  const std::int64_t tiles =
-      ceil_div(windows, window_capacity(kernel_configs[streaming_config], vec, elem_size));
+  const std::int64_t tiles = ceil_div(windows, capacity(streaming_config, 1));
   const std::int64_t n = tiles < max_cluster ? tiles : max_cluster;
   if (n < 2) return make_plan(streaming_config, layout, rows, windows, elem_size);
   return make_plan(streaming_cluster_config, layout, rows, windows, elem_size, static_cast<int>(n));

@@ -77,7 +77,7 @@ inline cudaLaunchConfig_t launch_config(plan const& p, cudaStream_t stream,
   return cfg;
 }
 
-/// Whether the kernel can run clusters of `p.cluster_size` CTAs of its largest size on
+/// Whether the kernel can run clusters of `p.cluster_size` CTAs on
 /// `device`: sets the non-portable size attribute and asks cudaOccupancyMaxActiveClusters, once
 /// per device, kernel and cluster size.
 template <class Op, int V, int Config>
@@ -103,7 +103,6 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
   cudaLaunchAttribute attr[1];
   plan one = p;
   one.grid_ctas = n;
-  one.threads_per_cta = kernel_configs[Config].max_threads;
   cudaLaunchConfig_t cfg = launch_config(one, nullptr, attr);
   int clusters = 0;
   const cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
@@ -143,12 +142,12 @@ cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std
 /// Launches a plan made for `a` (by choose_plan, or checked by `run`), without checks.
 template <class Op>
 cudaError_t launch(plan const& p, typename Op::args const& a, cudaStream_t stream) {
-  const geometry g{p.threads_per_row, p.cluster_size};
+  const int cluster = p.cluster_size;
   return visit_plan<Op>(p, [&](auto v, auto cfg) {
     cudaLaunchAttribute attr[1];
     const cudaLaunchConfig_t lc = launch_config(p, stream, attr);
     return cudaLaunchKernelEx(&lc, kernel_ptr<Op, decltype(v)::value, decltype(cfg)::value>(), a,
-                              g);
+                              cluster);
   });
 }
 

@@ -24,55 +24,48 @@
 
 namespace rowsoftmax::detail {
 
-/// What a launch chooses: whole-warp configurations' threads per row and the cluster size.
-struct geometry {
-  int threads_per_row;
-  int cluster_size;
-};
+#ifndef ROWSOFTMAX_REGISTER_SLACK
+#define ROWSOFTMAX_REGISTER_SLACK 48
+#endif
 
 template <class Op, int V, int Config>
 struct kernel_shape {
   static constexpr kernel_config config = kernel_configs[Config];
-  static constexpr int max_threads = config.max_threads;
+  static constexpr int threads_per_row = config.threads_per_row;
+  static constexpr int threads_per_cta = config.threads_per_cta;
   static constexpr int slots = slots_per_thread(config, V, sizeof(typename Op::value_type));
-  static constexpr int lanes = config.threads_per_row > 0 ? config.threads_per_row : 32;
-  using exchange = row_exchange<typename Op::reduce, lanes, max_threads, config.clustered>;
+  static constexpr int lanes = threads_per_row < 32 ? threads_per_row : 32;
+  static constexpr int warps_per_row = threads_per_row / lanes;
+  using exchange = row_exchange<typename Op::reduce, lanes, threads_per_cta, config.clustered>;
   using fragment = typename Op::template fragment<V, slots>;
   static_assert(V == 16 / sizeof(typename Op::value_type) || (V == 1 && config.scalar_ok),
                 "vector width: 16 bytes, or the scalar fallback where configured");
   static_assert(slots >= 1 && (V * slots * sizeof(typename Op::value_type)) % 16 == 0);
-  // Registers: the row data a thread holds plus 48, so that a 256-thread CTA of one-tensor rows
-  // (32 data registers) keeps 3 CTAs an SM and of two-tensor rows 2. Without a bound, 16-bit
-  // rows were scheduled into ~110 registers (all exps of a thread in flight): half the CTAs.
+  // Registers: the row data a thread holds plus a slack of 48, so that 256-thread CTAs of
+  // one-tensor rows (32 data registers) keep 3 CTAs an SM and of two-tensor rows 2. Without a
+  // bound, 16-bit rows were scheduled into ~110 registers (all exps of a thread in flight).
   static constexpr int data_registers = config.bytes / 4 * Op::tensors;
-  static constexpr int min_ctas_per_sm = 65536 / (max_threads * (data_registers + 48)) > 1
-                                             ? 65536 / (max_threads * (data_registers + 48))
-                                             : 1;
-
-  __device__ static int threads_per_row(geometry g) {
-    return config.threads_per_row > 0 ? config.threads_per_row
-           : config.algo == algorithm::streaming ? max_threads
-                                                 : g.threads_per_row;
-  }
-  __device__ static int cluster_size(geometry g) { return config.clustered ? g.cluster_size : 1; }
+  static constexpr int bound = 65536 / (threads_per_cta * (data_registers + ROWSOFTMAX_REGISTER_SLACK));
+  static constexpr int min_ctas_per_sm = bound > 1 ? bound : 1;
 };
 
 template <class Op, int V, int Config>
-ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].max_threads,
+ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
-    resident_kernel(typename Op::args const a, geometry const g) {
+    resident_kernel(typename Op::args const a, int const cluster_size) {
   using shape = kernel_shape<Op, V, Config>;
-  const int tpr = shape::threads_per_row(g);
-  const int cluster = shape::cluster_size(g);
+  constexpr int tpr = shape::threads_per_row;
+  const int cluster = shape::config.clustered ? cluster_size : 1;
   __shared__ typename shape::exchange::storage smem;
-  shape::exchange::begin(smem, tpr / 32, cluster);
+  shape::exchange::begin(smem, shape::warps_per_row, cluster);
 
-  const int cta_rank = static_cast<int>(blockIdx.x % cluster);
-  const std::int64_t row = std::int64_t{blockIdx.x / cluster} * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const int cta_rank = shape::config.clustered ? static_cast<int>(blockIdx.x % cluster) : 0;
+  const std::int64_t row =
+      std::int64_t{blockIdx.x / cluster} * (shape::threads_per_cta / tpr) + threadIdx.x / tpr;
   row_window w = Op::template window<V>(a, row, threadIdx.x % tpr, tpr);
   if constexpr (shape::config.clustered) {
     // Equal shares: CTA r owns windows [r * share, (r + 1) * share), so every CTA is equally
-    // busy (the planner sized the cluster and the CTAs for the widest head).
+    // busy (the planner sized the cluster for the widest head).
     const std::int64_t share = ceil_div(ceil_div(w.cols + w.shift, V), cluster);
     w.first += cta_rank * share;
     const std::int64_t end = (cta_rank + 1) * share * V - w.shift;
@@ -81,22 +74,24 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].max_threads,
 
   typename shape::fragment f;
   Op::load(a, w, f);
-  const partial total = shape::exchange::allreduce(Op::fold(f), smem, tpr / 32, cluster);
+  const partial total =
+      shape::exchange::allreduce(Op::fold(f), smem, shape::warps_per_row, cluster);
   Op::store(a, w, f, total);
 }
 
 template <class Op, int V, int Config>
-ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].max_threads,
+ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
-    streaming_kernel(typename Op::args const a, geometry const g) {
+    streaming_kernel(typename Op::args const a, int const cluster_size) {
   using shape = kernel_shape<Op, V, Config>;
   using reduce = typename Op::reduce;
-  constexpr int tpr = shape::max_threads;  // one row per CTA
-  const int cluster = shape::cluster_size(g);
+  constexpr int tpr = shape::threads_per_row;
+  static_assert(tpr == shape::threads_per_cta, "one row per CTA");
+  const int cluster = shape::config.clustered ? cluster_size : 1;
   __shared__ typename shape::exchange::storage smem;
-  shape::exchange::begin(smem, tpr / 32, cluster);
+  shape::exchange::begin(smem, shape::warps_per_row, cluster);
 
-  const int cta_rank = static_cast<int>(blockIdx.x % cluster);
+  const int cta_rank = shape::config.clustered ? static_cast<int>(blockIdx.x % cluster) : 0;
   row_window w = Op::template window<V>(a, std::int64_t{blockIdx.x / cluster}, 0, tpr);
   constexpr std::int64_t tile = std::int64_t{tpr} * shape::slots;  // windows per tile
   const std::int64_t tiles = ceil_div(ceil_div(w.cols + w.shift, V), tile);
@@ -111,7 +106,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].max_threads,
     Op::load(a, w, f);
     acc = reduce::combine(acc, Op::fold(f));
   }
-  const partial total = shape::exchange::allreduce(acc, smem, tpr / 32, cluster);
+  const partial total = shape::exchange::allreduce(acc, smem, shape::warps_per_row, cluster);
   for (std::int64_t t = t1 - 1; t >= t0; --t) {
     w.first = t * tile + threadIdx.x;
     Op::load(a, w, f);
