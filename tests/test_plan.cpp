@@ -124,18 +124,26 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 256 * n).algo, algorithm::registers);
     EXPECT_EQ(fwd(elem, 256 * n).threads_per_cta, 256);
     EXPECT_EQ(fwd(elem, 256 * n + 1).algo, algorithm::cluster);
-    EXPECT_EQ(fwd(elem, 256 * n + 1).cluster_size, 2);
-    EXPECT_EQ(fwd(elem, 512 * n + 1).cluster_size, 3);
+    // Just above one CTA: three 128-thread CTAs (3/4 of the row's slots used) rather than two
+    // of 256 (1/2).
+    EXPECT_EQ(fwd(elem, 256 * n + 1).cluster_size, 3);
+    EXPECT_EQ(fwd(elem, 256 * n + 1).threads_per_cta, 128);
+    EXPECT_EQ(fwd(elem, 512 * n).cluster_size, 2);
+    EXPECT_EQ(fwd(elem, 512 * n).threads_per_cta, 256);
+    EXPECT_EQ(fwd(elem, 512 * n + 1).cluster_size, 5);
     EXPECT_EQ(fwd(elem, 4096 * n).cluster_size, 16);
     EXPECT_EQ(fwd(elem, 4096 * n).threads_per_cta, 256);
     // Vocabulary rows: as many CTAs as they need.
-    EXPECT_EQ(fwd(elem, 50257).cluster_size, elem == 4 ? 7 : 4);
+    EXPECT_EQ(fwd(elem, 32000).cluster_size, elem == 4 ? 4 : 2);
+    EXPECT_EQ(fwd(elem, 50257).cluster_size, elem == 4 ? 13 : 7);
+    EXPECT_EQ(fwd(elem, 50257).threads_per_cta, 128);
     EXPECT_EQ(fwd(elem, 128256).cluster_size, elem == 4 ? 16 : 8);
+    EXPECT_EQ(fwd(elem, 128256).threads_per_cta, 256);
     EXPECT_EQ(fwd(elem, 128256).vecs_per_thread * fwd(elem, 128256).vec, n);
     // Beyond 16 CTAs of 256 threads: 256 bytes a thread, again as many CTAs as needed.
     EXPECT_EQ(fwd(elem, 4096 * n + 1).vecs_per_thread * fwd(elem, 4096 * n + 1).vec, 2 * n);
     EXPECT_EQ(fwd(elem, 4096 * n + 1).cluster_size, 9);
-    EXPECT_EQ(fwd(elem, 151936).cluster_size, elem == 4 ? 10 : 10);
+    EXPECT_EQ(fwd(elem, 151936).cluster_size, 10);
     EXPECT_EQ(fwd(elem, 8192 * n).algo, algorithm::cluster);
     EXPECT_EQ(fwd(elem, 8192 * n).cluster_size, 16);
     EXPECT_EQ(fwd(elem, 8192 * n + 1).algo, algorithm::streaming);

@@ -94,20 +94,22 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::registers, 128, 128, 256, false, true},   // 7
     {algorithm::registers, 256, 128, 256, false, true},   // 8
     {algorithm::registers, 512, 128, 512, false, false},  // 9: without clusters
-    {algorithm::cluster, 256, 128, 256, true, false},     // 10
-    {algorithm::cluster, 256, 256, 256, true, false},     // 11
-    {algorithm::streaming, 256, 128, 256, false, true},   // 12
-    {algorithm::streaming, 256, 128, 256, true, true},    // 13
+    {algorithm::cluster, 128, 128, 128, true, false},     // 10
+    {algorithm::cluster, 256, 128, 256, true, false},     // 11
+    {algorithm::cluster, 256, 256, 256, true, false},     // 12
+    {algorithm::streaming, 256, 128, 256, false, true},   // 13
+    {algorithm::streaming, 256, 128, 256, true, true},    // 14
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
 
 inline constexpr int last_cta_config = 8;  // the largest one-CTA configuration with clusters
 inline constexpr int wide_cta_config = 9;  // one 512-thread CTA, used without clusters
-inline constexpr int cluster_config = 10;
-inline constexpr int wide_cluster_config = 11;
-inline constexpr int streaming_config = 12;
-inline constexpr int streaming_cluster_config = 13;
+inline constexpr int narrow_cluster_config = 10;  // 128-thread CTAs: finer shares
+inline constexpr int cluster_config = 11;
+inline constexpr int wide_cluster_config = 12;
+inline constexpr int streaming_config = 13;
+inline constexpr int streaming_cluster_config = 14;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -167,7 +169,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// Pure and constexpr: depends only on its arguments. Rows that one 256-thread CTA holds
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
 /// that holds them (sub-warp rows share a warp); longer rows the fewest CTAs of a cluster (up
-/// to `limits.max_cluster_size`) that hold them, first at 128 bytes a thread, then at 256;
+/// to `limits.max_cluster_size`) that hold them, first at 128 bytes a thread (CTAs of 256
+/// threads, or of 128 where they leave fewer slots idle), then at 256;
 /// without clusters, one 512-thread CTA. Longer rows stream through a cluster (or one CTA)
 /// twice. The scalar fallback (`layout.vec == 1`, 32 elements a thread of any type) has the
 /// one-CTA configurations and streams beyond.
@@ -189,10 +192,19 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   if (vec > 1) {
     if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
       return make_plan(wide_cta_config, layout, rows, windows, elem_size);
-    for (int i : {cluster_config, wide_cluster_config})
-      if (max_cluster >= 2 && windows <= capacity(i, max_cluster))
-        return make_plan(i, layout, rows, windows, elem_size,
-                         static_cast<int>(ceil_div(windows, capacity(i, 1))));
+    // The fewest CTAs of 256 threads, or of 128 where that leaves fewer idle slots (a row just
+    // above a multiple of 256 threads' registers), then 256 bytes a thread.
+    auto ctas = [&](int config) { return ceil_div(windows, capacity(config, 1)); };
+    if (max_cluster >= 2 && windows <= capacity(cluster_config, max_cluster)) {
+      const bool narrow = ctas(narrow_cluster_config) <= max_cluster &&
+                          ctas(narrow_cluster_config) * capacity(narrow_cluster_config, 1) <
+                              ctas(cluster_config) * capacity(cluster_config, 1);
+      const int config = narrow ? narrow_cluster_config : cluster_config;
+      return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(ctas(config)));
+    }
+    if (max_cluster >= 2 && windows <= capacity(wide_cluster_config, max_cluster))
+      return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
+                       static_cast<int>(ctas(wide_cluster_config)));
   }
   // Streaming: a cluster as large as allowed, but none larger than the row has tiles.
   const std::int64_t tiles = ceil_div(windows, capacity(streaming_config, 1));

@@ -24,10 +24,6 @@
 
 namespace rowsoftmax::detail {
 
-#ifndef ROWSOFTMAX_REGISTER_SLACK
-#define ROWSOFTMAX_REGISTER_SLACK 48
-#endif
-
 template <class Op, int V, int Config>
 struct kernel_shape {
   static constexpr kernel_config config = kernel_configs[Config];
@@ -43,10 +39,14 @@ struct kernel_shape {
   static_assert(slots >= 1 && (V * slots * sizeof(typename Op::value_type)) % 16 == 0);
   // Registers: the row data a thread holds plus a slack of 48, so that 256-thread CTAs of
   // one-tensor rows (32 data registers) keep 3 CTAs an SM and of two-tensor rows 2. Without a
-  // bound, 16-bit rows were scheduled into ~110 registers (all exps of a thread in flight).
+  // bound, 16-bit rows were scheduled into ~110 registers (all exps of a thread in flight);
+  // slacks of 32 and of none measured worse (README, "Tuning notes").
   static constexpr int data_registers = config.bytes / 4 * Op::tensors;
-  static constexpr int bound = 65536 / (threads_per_cta * (data_registers + ROWSOFTMAX_REGISTER_SLACK));
-  static constexpr int min_ctas_per_sm = bound > 1 ? bound : 1;
+  static constexpr int bound = 65536 / (threads_per_cta * (data_registers + 48));
+  // Except two-tensor rows of at most a warp: unbounded (167 registers for 16-bit, fewer CTAs)
+  // they ran at 101% of copy on the H200, bounded (128) at 80-84% (README, "Tuning notes").
+  static constexpr bool unbounded = Op::tensors == 2 && threads_per_row <= 32;
+  static constexpr int min_ctas_per_sm = bound > 1 && !unbounded ? bound : 1;
 };
 
 template <class Op, int V, int Config>
