@@ -79,7 +79,8 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // columns on, fp32 at 98%; holding 16-bit elements packed (64 a thread in 32 registers) moves as
 // many bytes as fp32 (README, "Tuning notes"). Sub-warp rows share 128-thread CTAs; whole-warp
 // and longer rows use 256-thread CTAs, and beyond one CTA as many CTAs of a cluster as they
-// need (the cluster size is a launch parameter). Threads per row are compile-time constants:
+// need (the cluster size is a launch parameter), of 128 threads where that leaves fewer slots
+// idle. Threads per row are compile-time constants:
 // chosen per call they cost up to 20% (README, "Tuning notes"). A 512-thread CTA holds twice
 // one CTA's share where clusters are unavailable; CTAs of 256 bytes a thread hold the longest
 // register rows. Streaming tiles are 256 threads x 128 bytes.
