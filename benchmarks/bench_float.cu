@@ -8,16 +8,16 @@ void register_float() {
   // Decode-time sampling over a vocabulary: few rows, 128256 columns, fp32 forward. The input
   // stays in L2 between launches (warm), as it does when sampling step after step.
   // Also forced through the other configurations that hold such a row (tuning data).
-  const forced_config configs[] = {{}, {detail::wide_cluster_config, 16},
+  const forced_config configs[] = {{},
+                                   {detail::wide_cluster_config, 16},
                                    {detail::streaming_cluster_config, 8},
                                    {detail::streaming_cluster_config, 16}};
   for (forced_config config : configs)
     for (std::int64_t rows : {1, 8, 64}) {
-      const std::string name =
-          "forward/fp32/decode/rows:" + std::to_string(rows) + "/cols:128256" +
-          (config.config < 0 ? ""
-                             : "/config:" + std::to_string(config.config) + "x" +
-                                   std::to_string(config.cluster));
+      const std::string name = "forward/fp32/decode/rows:" + std::to_string(rows) + "/cols:128256" +
+                               (config.config < 0 ? ""
+                                                  : "/config:" + std::to_string(config.config) +
+                                                        "x" + std::to_string(config.cluster));
       benchmark::RegisterBenchmark(name.c_str(),
                                    [=](benchmark::State& s) {
                                      softmax_benchmark<float>(s, name, direction::forward, rows,

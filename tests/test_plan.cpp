@@ -60,8 +60,8 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
   if (k.clustered && d.compute_capability < 90) return "cluster configuration without clusters";
   if (p.cluster_size > 1 && p.rows_per_cta != 1) return "cluster CTA with several rows";
   // Grid.
-  const std::int64_t grid = p.rows_per_cta == 1 ? rows * p.cluster_size
-                                                : (rows + p.rows_per_cta - 1) / p.rows_per_cta;
+  const std::int64_t grid =
+      p.rows_per_cta == 1 ? rows * p.cluster_size : (rows + p.rows_per_cta - 1) / p.rows_per_cta;
   if (p.grid_ctas != grid) return "grid size";
   return nullptr;
 }

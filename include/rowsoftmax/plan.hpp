@@ -104,8 +104,8 @@ inline constexpr kernel_config kernel_configs[] = {
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
 
-inline constexpr int last_cta_config = 8;  // the largest one-CTA configuration with clusters
-inline constexpr int wide_cta_config = 9;  // one 512-thread CTA, used without clusters
+inline constexpr int last_cta_config = 8;         // the largest one-CTA configuration with clusters
+inline constexpr int wide_cta_config = 9;         // one 512-thread CTA, used without clusters
 inline constexpr int narrow_cluster_config = 10;  // 128-thread CTAs: finer shares
 inline constexpr int cluster_config = 11;
 inline constexpr int wide_cluster_config = 12;
@@ -149,7 +149,7 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
   p.cluster_size = c.clustered ? cluster : 1;
   p.windows = windows;
   p.grid_ctas = c.clustered || c.algo == algorithm::streaming ? rows * p.cluster_size
-                                                               : ceil_div(rows, p.rows_per_cta);
+                                                              : ceil_div(rows, p.rows_per_cta);
   return p;
 }
 

@@ -45,8 +45,8 @@ cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::ar
   int device = 0;
   ROWSOFTMAX_TRY(cudaGetDevice(&device));
   plan p;
-  ROWSOFTMAX_TRY(choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), a.rows),
-                                 a.rows, a.cols, device, &p));
+  ROWSOFTMAX_TRY(choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), a.rows), a.rows,
+                                 a.cols, device, &p));
   if (p.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
   return launch<Op>(p, a, stream);
 }

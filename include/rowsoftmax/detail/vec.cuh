@@ -51,7 +51,9 @@ struct alignas(sizeof(T) * V) vec_t {
       return bits_as<T>(static_cast<std::uint16_t>(w[l / 2] >> (16 * (l % 2))));
     }
   }
-  __device__ float at(int l) const { return to_float(get(l)); }
+  __device__ float at(int l) const {
+    return to_float(get(l));
+  }
 
   /// Max over the elements as float (fmaxf's NaN rule); 16-bit pairs compared packed.
   __device__ float max() const {
