@@ -77,14 +77,14 @@ inline cudaLaunchConfig_t launch_config(plan const& p, cudaStream_t stream,
   return cfg;
 }
 
-/// Whether the kernel can run clusters of `p.cluster_size` CTAs on
-/// `device`: sets the non-portable size attribute and asks cudaOccupancyMaxActiveClusters, once
-/// per device, kernel and cluster size.
+/// Whether the kernel can run clusters of `p.cluster_size` CTAs on `device`: sets the
+/// non-portable size attribute and asks cudaOccupancyMaxActiveClusters, once per device, kernel
+/// and cluster size.
 template <class Op, int V, int Config>
 cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
   constexpr int max_cached = 64;
-  static std::atomic<std::uint8_t> state[max_cached][max_cluster_size + 1];  // 0 unknown,
-                                                                             // 1 fits, 2 not
+  // 0 unknown, 1 fits, 2 does not fit
+  static std::atomic<std::uint8_t> state[max_cached][max_cluster_size + 1];
   const int n = p.cluster_size;
   if (n < 1 || n > max_cluster_size) {
     *fits = false;
