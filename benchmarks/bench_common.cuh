@@ -108,20 +108,25 @@ struct forced_config {
   int cluster = 1;
 };
 
-/// One benchmark: forward (2 tensors moved) or backward (3) of rows x cols.
+/// One benchmark: forward (2 tensors moved) or backward (3) of rows x cols; `workspace`: the
+/// launchers with a workspace (allocated once, outside the timing).
 template <class T>
 void softmax_benchmark(benchmark::State& state, std::string const& name, direction dir,
-                       std::int64_t rows, std::int64_t cols, forced_config forced = {}) {
+                       std::int64_t rows, std::int64_t cols, forced_config forced = {},
+                       bool workspace = false) {
   pool& p = pool::get();
   T* a = p.as<T>(0);
   T* b = p.as<T>(1);
   T* c = p.as<T>(2);
   plan pl;
   if (dir == direction::forward) {
-    check(softmax_forward_plan<T>(a, cols, b, cols, rows, cols, &pl), "plan");
+    check(softmax_forward_plan<T>(a, cols, b, cols, rows, cols, &pl, workspace), "plan");
   } else {
-    check(softmax_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, &pl), "plan");
+    check(softmax_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, &pl, workspace), "plan");
   }
+  std::size_t ws_bytes = static_cast<std::size_t>(pl.workspace_bytes);
+  void* ws = nullptr;
+  if (ws_bytes > 0) check(cudaMalloc(&ws, ws_bytes), "workspace");
   if (forced.config >= 0)
     pl = detail::make_plan(forced.config, {pl.vec, pl.shifted}, rows, pl.windows, sizeof(T),
                            forced.cluster);
@@ -134,9 +139,14 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
                                                       nullptr)
                  : detail::run<detail::backward_op<T>>(
                        pl, bwd_t, {a, cols, b, cols, c, cols, rows, cols}, nullptr);
+    if (workspace)
+      return dir == direction::forward
+                 ? softmax_forward<T>(ws ? ws : &ws_bytes, &ws_bytes, a, b, rows, cols)
+                 : softmax_backward<T>(ws ? ws : &ws_bytes, &ws_bytes, a, b, c, rows, cols);
     return dir == direction::forward ? softmax_forward<T>(a, b, rows, cols)
                                      : softmax_backward<T>(a, b, c, rows, cols);
   });
+  if (ws) check(cudaFree(ws), "workspace");
   const double bytes =
       static_cast<double>(dir == direction::forward ? 2 : 3) * rows * cols * sizeof(T);
   const double tbps = us > 0 ? bytes / (us * 1e-6) / 1e12 : 0;
@@ -184,14 +194,19 @@ void register_type() {
       if (rows * cols * static_cast<std::int64_t>(sizeof(T)) >
           static_cast<std::int64_t>(pool::bytes))
         continue;
-      const std::string name =
-          std::string(d) + "/" + dtype_name<T>() + "/long/cols:" + std::to_string(cols);
-      benchmark::RegisterBenchmark(
-          name.c_str(),
-          [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols); })
-          ->UseManualTime()
-          ->MinTime(0.1)
-          ->Unit(benchmark::kMicrosecond);
+      for (bool workspace : {false, true}) {
+        const std::string name = std::string(d) + "/" + dtype_name<T>() +
+                                 (workspace ? "/long/workspace/cols:" : "/long/cols:") +
+                                 std::to_string(cols);
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [=](benchmark::State& s) {
+                                       softmax_benchmark<T>(s, name, dir, rows, cols, {},
+                                                            workspace);
+                                     })
+            ->UseManualTime()
+            ->MinTime(0.1)
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
   }
 }

@@ -259,29 +259,66 @@ inline cudaError_t run_as_graph(std::function<cudaError_t(cudaStream_t)> const& 
   return err;
 }
 
-/// A launch: the public launcher, or a forced plan through the dispatcher; optionally
-/// captured into a CUDA graph and replayed.
+/// Device scratch for the workspace launchers: at least `bytes` bytes (none for 0).
+struct scratch {
+  void* ptr = nullptr;
+  explicit scratch(std::size_t bytes) {
+    if (bytes > 0 && cudaMalloc(&ptr, bytes) != cudaSuccess) ptr = nullptr;
+  }
+  ~scratch() {
+    if (ptr) cudaFree(ptr);
+  }
+  scratch(scratch const&) = delete;
+  scratch& operator=(scratch const&) = delete;
+};
+
+/// A launch: the public launcher (with a workspace when `workspace` is set: size query, then
+/// the call), or a forced plan through the dispatcher (split plans get their workspace);
+/// optionally captured into a CUDA graph and replayed.
 template <class T>
 struct launcher {
   std::optional<plan> forced;
   bool graph = false;
+  bool workspace = false;
 
   cudaError_t forward(T const* x, std::int64_t xs, T* y, std::int64_t ys, std::int64_t rows,
                       std::int64_t cols) const {
+    std::size_t bytes = forced ? static_cast<std::size_t>(forced->workspace_bytes) : 0;
+    if (!forced && workspace) {
+      const cudaError_t err =
+          softmax_forward<T>(nullptr, &bytes, x, xs, y, ys, rows, cols, nullptr);
+      if (err != cudaSuccess) return err;
+    }
+    scratch ws(bytes);
+    // A plan that needs no workspace runs only with a non-null one (the size query is the null
+    // pointer); any pointer does.
     auto enqueue = [&](cudaStream_t stream) {
+      if (!forced && workspace)
+        return softmax_forward(ws.ptr ? ws.ptr : &bytes, &bytes, x, xs, y, ys, rows, cols, stream);
       if (!forced) return softmax_forward(x, xs, y, ys, rows, cols, stream);
       const detail::tensor_arg t[] = {{x, xs, false}, {y, ys, true}};
-      return detail::run<detail::forward_op<T>>(*forced, t, {x, xs, y, ys, rows, cols}, stream);
+      return detail::run<detail::forward_op<T>>(*forced, t, {x, xs, y, ys, rows, cols}, stream,
+                                                ws.ptr, bytes);
     };
     return graph ? run_as_graph(enqueue) : enqueue(nullptr);
   }
   cudaError_t backward(T const* dy, std::int64_t dys, T const* y, std::int64_t ys, T* dx,
                        std::int64_t dxs, std::int64_t rows, std::int64_t cols) const {
+    std::size_t bytes = forced ? static_cast<std::size_t>(forced->workspace_bytes) : 0;
+    if (!forced && workspace) {
+      const cudaError_t err =
+          softmax_backward<T>(nullptr, &bytes, dy, dys, y, ys, dx, dxs, rows, cols, nullptr);
+      if (err != cudaSuccess) return err;
+    }
+    scratch ws(bytes);
     auto enqueue = [&](cudaStream_t stream) {
+      if (!forced && workspace)
+        return softmax_backward(ws.ptr ? ws.ptr : &bytes, &bytes, dy, dys, y, ys, dx, dxs, rows,
+                                cols, stream);
       if (!forced) return softmax_backward(dy, dys, y, ys, dx, dxs, rows, cols, stream);
       const detail::tensor_arg t[] = {{dy, dys, false}, {y, ys, false}, {dx, dxs, true}};
       return detail::run<detail::backward_op<T>>(*forced, t, {dy, dys, y, ys, dx, dxs, rows, cols},
-                                                 stream);
+                                                 stream, ws.ptr, bytes);
     };
     return graph ? run_as_graph(enqueue) : enqueue(nullptr);
   }

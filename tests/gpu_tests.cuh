@@ -90,6 +90,14 @@ TYPED_TEST_P(Gpu, GraphCapture) {
     check_forward<T>({5, cols}, seed_of(cols, 1), fill::random, in_graph);
     check_backward<T>({5, cols}, seed_of(cols, 2), fill::random, in_graph);
   }
+  // The workspace launchers: a memset and a cooperative launch in the graph (a split plan for
+  // fp32 at 600001 columns and for every type at 2^20 + 3).
+  launcher<T> split_in_graph = in_graph;
+  split_in_graph.workspace = true;
+  for (std::int64_t cols : {std::int64_t{600001}, (std::int64_t{1} << 20) + 3}) {
+    check_forward<T>({3, cols}, seed_of(cols, 3), fill::random, split_in_graph);
+    check_backward<T>({3, cols}, seed_of(cols, 4), fill::random, split_in_graph);
+  }
 }
 
 TYPED_TEST_P(Gpu, ShapeTable) {
@@ -185,7 +193,13 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
         const std::int64_t sizes[] = {k.clustered ? fewest : 1, k.clustered ? 16 : 0};
         for (std::int64_t n : sizes) {
           if (n == 0 || n > 16 || (n == 16 && fewest == 16)) continue;
-          const plan p = detail::make_plan(c, layout, s.rows, windows, sizeof(T), int(n));
+          plan p = detail::make_plan(c, layout, s.rows, windows, sizeof(T), int(n));
+          if (k.algo == algorithm::split) {  // 2 rows in flight of 3 CTAs: 3 rounds, both parities
+            p.row_groups = 2;
+            p.split_ctas = 3;
+            p.grid_ctas = 6;
+            p.workspace_bytes = detail::split_workspace_bytes(2, 3);
+          }
           if (!detail::plan_holds(p)) continue;
           launcher<T> forced;
           forced.forced = p;
@@ -204,6 +218,43 @@ TYPED_TEST_P(Gpu, LongRowsStream) {
       check_forward<T>(s, seed_of(cols, s.out_offset, 13));
       check_backward<T>(s, seed_of(cols, s.out_offset, 14));
     }
+}
+
+// The workspace launchers: rows just above the longest register rows and of 2^20 + 3, several
+// rounds of rows in flight (13 rows), every layout; rows the register tiers hold are planned and
+// run as without a workspace (the size query gives 0).
+TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
+  using T = TypeParam;
+  launcher<T> with_workspace;
+  with_workspace.workspace = true;
+  const std::int64_t longest = std::int64_t{8192} * 128 / static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t cols : {std::int64_t{50257}, longest + 1, (std::int64_t{1} << 20) + 3})
+    for (std::int64_t rows : {std::int64_t{1}, std::int64_t{13}})
+      for (shape s : layouts<T>(rows, cols)) {
+        check_forward<T>(s, seed_of(cols, rows, 17), fill::random, with_workspace);
+        check_backward<T>(s, seed_of(cols, rows, 18), fill::random, with_workspace);
+      }
+  for (shape s : layouts<T>(4, (std::int64_t{1} << 20) + 3)) {
+    check_forward<T>(s, seed_of(s.cols, s.out_offset, 19), fill::special, with_workspace);
+    check_backward<T>(s, seed_of(s.cols, s.out_offset, 20), fill::special, with_workspace);
+  }
+  // The size query: 0 for register rows, the plan's bytes for split rows.
+  device_buffer<T> buf(std::size_t{1} << 21);
+  ASSERT_NE(buf.ptr, nullptr);
+  std::size_t bytes = 1;
+  ROWSOFTMAX_CUDA_OK(softmax_forward<T>(nullptr, &bytes, buf.ptr, buf.ptr, 4, 50257));
+  EXPECT_EQ(bytes, 0u);
+  plan p;
+  ROWSOFTMAX_CUDA_OK(
+      softmax_forward_plan<T>(buf.ptr, 1 << 20, buf.ptr, 1 << 20, 2, 1 << 20, &p, true));
+  ROWSOFTMAX_CUDA_OK(softmax_forward<T>(nullptr, &bytes, buf.ptr, buf.ptr, 2, 1 << 20));
+  EXPECT_EQ(p.algo, algorithm::split) << to_string(p);
+  EXPECT_EQ(bytes, static_cast<std::size_t>(p.workspace_bytes));
+  // Too small a workspace: refused, nothing launched.
+  scratch small(8);
+  std::size_t too_few = bytes - 8;
+  EXPECT_EQ(softmax_forward<T>(small.ptr, &too_few, buf.ptr, buf.ptr, 2, 1 << 20),
+            cudaErrorInvalidValue);
 }
 
 TYPED_TEST_P(Gpu, PlanQueryMatchesThePlanner) {
@@ -236,10 +287,17 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
       check_forward<T>(s, seed_of(cols, s.out_offset, 15));
       check_backward<T>(s, seed_of(cols, s.out_offset, 16));
     }
+  launcher<T> with_workspace;  // the split tier
+  with_workspace.workspace = true;
+  for (shape s : layouts<T>(3, 600000)) {
+    check_forward<T>(s, seed_of(s.cols, s.out_offset, 21), fill::random, with_workspace);
+    check_backward<T>(s, seed_of(s.cols, s.out_offset, 22), fill::random, with_workspace);
+  }
 }
 
 REGISTER_TYPED_TEST_SUITE_P(Gpu, GraphCapture, ShapeTable, TierThresholds, StridesOffsetsAndInPlace,
                             SpecialValues, RandomShapes, EveryConfigurationThatHoldsTheRow,
-                            LongRowsStream, PlanQueryMatchesThePlanner, SanitizerSubset);
+                            LongRowsStream, SplitRowsWithAWorkspace, PlanQueryMatchesThePlanner,
+                            SanitizerSubset);
 
 }  // namespace rowsoftmax::test

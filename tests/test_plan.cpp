@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 
 namespace rs = rowsoftmax;
 using rs::algorithm;
@@ -187,4 +188,56 @@ TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
 TEST(Plan, ToStringNamesTheTier) {
   const auto p = rs::plan_for(rs::direction::forward, 1, 128256, 4, {4, false}, h200);
   EXPECT_EQ(rs::to_string(p), "cluster x16 cta=256 tpr=256 vec=4x8");
+}
+
+TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
+    for (auto dir : {rs::direction::forward, rs::direction::backward}) {
+      SCOPED_TRACE(std::to_string(elem) + (dir == rs::direction::forward ? " fwd" : " bwd"));
+      const int vec = static_cast<int>(16 / elem);
+      const std::int64_t longest = std::int64_t{8192} * 128 / static_cast<std::int64_t>(elem);
+      // Register rows: the same plan with or without a workspace, and no workspace needed.
+      for (std::int64_t cols : {std::int64_t{1000}, std::int64_t{50257}, longest}) {
+        const auto a = rs::plan_for(dir, 9, cols, elem, {vec, false}, h200);
+        const auto b = rs::plan_for(dir, 9, cols, elem, {vec, false}, h200, true);
+        EXPECT_EQ(a.config, b.config);
+        EXPECT_EQ(a.cluster_size, b.cluster_size);
+        EXPECT_EQ(b.workspace_bytes, 0);
+      }
+      const int tensors = rs::detail::tensors_of(dir);
+      const std::int64_t resident =
+          std::int64_t{h200.sm_count} *
+          rs::detail::ctas_per_sm(kernel_configs[rs::detail::split_config], tensors);
+      for (std::int64_t cols = longest + 1; cols <= (std::int64_t{1} << 25); cols = cols * 3 / 2)
+        for (std::int64_t rows : {1, 2, 7, 128, 100000}) {
+          const auto p = rs::plan_for(dir, rows, cols, elem, {vec, false}, h200, true);
+          SCOPED_TRACE("cols=" + std::to_string(cols) + " rows=" + std::to_string(rows) + " " +
+                       rs::to_string(p));
+          EXPECT_EQ(rs::plan_for(dir, rows, cols, elem, {vec, false}, h200).algo,
+                    algorithm::streaming);
+          ASSERT_EQ(p.algo, algorithm::split);
+          EXPECT_TRUE(rs::detail::plan_holds(p));
+          EXPECT_GE(p.row_groups, 1);
+          EXPECT_LE(p.row_groups, rows);
+          EXPECT_GE(p.split_ctas, 2);
+          EXPECT_LE(p.grid_ctas, resident);  // all resident at once
+          EXPECT_EQ(p.grid_ctas, std::int64_t{p.row_groups} * p.split_ctas);
+          // No CTA without a tile.
+          const std::int64_t tiles =
+              (p.windows + 256 * p.vecs_per_thread - 1) / (256 * std::int64_t{p.vecs_per_thread});
+          EXPECT_LE(p.split_ctas, tiles);
+          // Rows in flight within half the L2, unless one row alone is larger.
+          const std::int64_t row_bytes =
+              p.windows * vec * static_cast<std::int64_t>(elem) * tensors;
+          if (p.row_groups > 1) {
+            EXPECT_LE(p.row_groups * row_bytes, h200.l2_bytes / 2);
+          }
+          EXPECT_EQ(p.workspace_bytes,
+                    rs::detail::split_workspace_bytes(p.row_groups, p.split_ctas));
+        }
+      // The scalar fallback splits too; devices without clusters as well.
+      EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {1, false}, h200, true).algo, algorithm::split);
+      EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {vec, false}, a100, true).algo,
+                algorithm::split);
+    }
 }

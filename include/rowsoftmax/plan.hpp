@@ -24,6 +24,8 @@ enum class algorithm : std::uint8_t {
   registers,  ///< one CTA holds one or more whole rows in registers; x is read once
   cluster,    ///< a thread-block cluster (sm_90+) holds one row in registers; x is read once
   streaming,  ///< a CTA or cluster streams the row twice (stats, then normalize); x is read twice
+  split,      ///< many CTAs share a row through a workspace and stream it twice, few rows at a
+              ///< time so that the second pass reads from L2 (launchers given a workspace)
 };
 
 /// What the planner needs to know about the device. `query_device_limits` (softmax.cuh) fills
@@ -32,6 +34,8 @@ struct device_limits {
   int sm_count = 132;           ///< streaming multiprocessors
   int compute_capability = 90;  ///< major * 10 + minor
   int max_cluster_size = 16;    ///< largest cluster the launcher may use; 1 disables clusters
+  std::int64_t l2_bytes = std::int64_t{50} << 20;  ///< L2 cache size (the split tier keeps the
+                                                   ///< rows it has in flight within half of it)
 };
 
 /// Vector access shared by every tensor of one call, derived from pointers and row strides.
@@ -55,6 +59,9 @@ struct plan {
   int cluster_size = 1;        ///< CTAs that share one row (1: no cluster)
   std::int64_t windows = 0;    ///< vector windows in the widest row, peeled head included
   std::int64_t grid_ctas = 0;  ///< CTAs launched for `rows` rows
+  int split_ctas = 0;          ///< split: CTAs that share one row
+  int row_groups = 0;          ///< split: rows in flight at once (grid = row_groups * split_ctas)
+  std::int64_t workspace_bytes = 0;  ///< bytes of workspace the plan needs (split only)
 };
 
 namespace detail {
@@ -100,6 +107,7 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::cluster, 256, 256, 256, true, false},     // 12
     {algorithm::streaming, 256, 128, 256, false, true},   // 13
     {algorithm::streaming, 256, 128, 256, true, true},    // 14
+    {algorithm::split, 256, 128, 256, false, true},       // 15
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -111,6 +119,7 @@ inline constexpr int cluster_config = 11;
 inline constexpr int wide_cluster_config = 12;
 inline constexpr int streaming_config = 13;
 inline constexpr int streaming_cluster_config = 14;
+inline constexpr int split_config = 15;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -121,6 +130,24 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int6
 /// one element each for the scalar fallback.
 constexpr int slots_per_thread(kernel_config const& c, int vec, std::size_t elem_size) noexcept {
   return vec > 1 ? c.bytes / (vec * static_cast<int>(elem_size)) : c.bytes / 4;
+}
+
+/// Input tensors a direction holds per element: x (forward), dy and y (backward).
+constexpr int tensors_of(direction dir) noexcept {
+  return dir == direction::forward ? 1 : 2;
+}
+
+/// CTAs of a configuration an SM runs at once, as its kernels' register bound sets them: the
+/// row data a thread holds plus 48 registers (kernels.cuh).
+constexpr int ctas_per_sm(kernel_config const& c, int tensors) noexcept {
+  const int bound = 65536 / (c.threads_per_cta * (c.bytes / 4 * tensors + 48));
+  return bound > 1 ? bound : 1;
+}
+
+/// Workspace of a split plan: one arrival counter per row group (8-byte aligned), then two
+/// alternating sets of partials (8 bytes each) per group, one per CTA of the group.
+constexpr std::int64_t split_workspace_bytes(int row_groups, int split_ctas) noexcept {
+  return (std::int64_t{row_groups} * 4 + 7) / 8 * 8 + std::int64_t{row_groups} * 2 * split_ctas * 8;
 }
 
 /// Vector windows of a row that a configuration holds in one pass: all its threads of a row,
@@ -153,12 +180,40 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
   return p;
 }
 
+/// The split plan for rows of `windows` windows: as many rows in flight as half the L2 holds
+/// (at least one, at most `rows`), the CTAs the device runs at once shared between them, but
+/// no more CTAs to a row than it has tiles. `split_ctas` < 2 means the tier does not apply.
+constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t rows,
+                               std::int64_t windows, std::size_t elem_size,
+                               device_limits const& limits) noexcept {
+  kernel_config const& c = kernel_configs[split_config];
+  plan p = make_plan(split_config, layout, rows, windows, elem_size);
+  const std::int64_t resident = std::int64_t{limits.sm_count} * ctas_per_sm(c, tensors_of(dir));
+  const std::int64_t row_bytes =
+      windows * layout.vec * static_cast<std::int64_t>(elem_size) * tensors_of(dir);
+  std::int64_t groups = limits.l2_bytes / 2 / (row_bytes > 0 ? row_bytes : 1);
+  groups = groups < 1 ? 1 : groups;
+  groups = groups < rows ? groups : rows;
+  groups = groups < resident ? groups : resident;
+  const std::int64_t tiles = ceil_div(windows, std::int64_t{c.threads_per_row} * p.vecs_per_thread);
+  std::int64_t ctas = resident / groups;
+  ctas = ctas < tiles ? ctas : tiles;
+  p.row_groups = static_cast<int>(groups);
+  p.split_ctas = static_cast<int>(ctas);
+  p.grid_ctas = groups * ctas;
+  p.workspace_bytes = split_workspace_bytes(p.row_groups, p.split_ctas);
+  return p;
+}
+
 /// Whether plan `p` can run its rows: a known configuration, a cluster within 16, and (but for
-/// streaming) the row within its threads' slots.
+/// streaming and split) the row within its threads' slots.
 constexpr bool plan_holds(plan const& p) noexcept {
   if (p.config < 0 || p.config >= num_kernel_configs) return false;
   kernel_config const& c = kernel_configs[p.config];
   if (p.cluster_size < 1 || p.cluster_size > (c.clustered ? max_cluster_size : 1)) return false;
+  if (c.algo == algorithm::split)
+    return p.split_ctas >= 1 && p.row_groups >= 1 &&
+           p.grid_ctas == std::int64_t{p.split_ctas} * p.row_groups;
   return c.algo == algorithm::streaming ||
          std::int64_t{p.threads_per_row} * p.vecs_per_thread * p.cluster_size >= p.windows;
 }
@@ -173,12 +228,15 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// to `limits.max_cluster_size`) that hold them, first at 128 bytes a thread (CTAs of 256
 /// threads, or of 128 where they leave fewer slots idle), then at 256;
 /// without clusters, one 512-thread CTA. Longer rows stream through a cluster (or one CTA)
-/// twice. The scalar fallback (`layout.vec == 1`, 32 elements a thread of any type) has the
-/// one-CTA configurations and streams beyond.
+/// twice, or, `with_workspace` (the launchers given a workspace), are split over many CTAs (see
+/// `algorithm::split`). The scalar fallback (`layout.vec == 1`, 32 elements a thread of any
+/// type) has the one-CTA configurations and streams beyond. Forward and backward share the
+/// thresholds (both hold 128 bytes a tensor a thread); the split tier sizes its groups by the
+/// direction's tensors.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
-                        row_layout layout, device_limits const& limits) noexcept {
-  (void)dir;  // forward and backward share thresholds (both hold 128 bytes a tensor a thread)
+                        row_layout layout, device_limits const& limits,
+                        bool with_workspace = false) noexcept {
   using namespace detail;
   const int vec = layout.vec;
   const std::int64_t head = layout.shifted ? vec - 1 : 0;
@@ -207,7 +265,13 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
       return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
                        static_cast<int>(ctas(wide_cluster_config)));
   }
-  // Streaming: a cluster as large as allowed, but none larger than the row has tiles.
+  // Rows longer than any register tier: with a workspace, split over many CTAs when that gives
+  // a row at least two; else streaming through a cluster as large as allowed, but none larger
+  // than the row has tiles.
+  if (with_workspace) {
+    const plan p = make_split_plan(dir, layout, rows, windows, elem_size, limits);
+    if (p.split_ctas >= 2) return p;
+  }
   const std::int64_t tiles = ceil_div(windows, capacity(streaming_config, 1));
   const std::int64_t n = tiles < max_cluster ? tiles : max_cluster;
   if (n < 2) return make_plan(streaming_config, layout, rows, windows, elem_size);
@@ -217,17 +281,20 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
 /// `plan_for` with the element size taken from `T` (float, __half or __nv_bfloat16).
 template <class T>
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, row_layout layout,
-                        device_limits const& limits) noexcept {
-  return plan_for(dir, rows, cols, sizeof(T), layout, limits);
+                        device_limits const& limits, bool with_workspace = false) noexcept {
+  return plan_for(dir, rows, cols, sizeof(T), layout, limits, with_workspace);
 }
 
 /// A one-line description of a plan, e.g. "cluster x16 cta=256 tpr=256 vec=8x8".
 inline std::string to_string(plan const& p) {
-  const char* algo = p.algo == algorithm::registers ? "registers"
-                     : p.algo == algorithm::cluster ? "cluster"
-                                                    : "streaming";
+  const char* algo = p.algo == algorithm::registers   ? "registers"
+                     : p.algo == algorithm::cluster   ? "cluster"
+                     : p.algo == algorithm::streaming ? "streaming"
+                                                      : "split";
   std::string s = algo;
   if (p.cluster_size > 1) s += " x" + std::to_string(p.cluster_size);
+  if (p.algo == algorithm::split)
+    s += " " + std::to_string(p.row_groups) + "x" + std::to_string(p.split_ctas) + " ctas";
   s += " cta=" + std::to_string(p.threads_per_cta) + " tpr=" + std::to_string(p.threads_per_row) +
        " vec=" + std::to_string(p.vec) + "x" + std::to_string(p.vecs_per_thread);
   if (p.shifted) s += " head";

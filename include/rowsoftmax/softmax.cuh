@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -23,7 +24,7 @@ inline constexpr bool supported_type_v =
 
 template <class Op, std::size_t N>
 cudaError_t plan_call(direction dir, tensor_arg const (&t)[N], std::int64_t rows, std::int64_t cols,
-                      plan* out) noexcept {
+                      bool with_workspace, plan* out) noexcept {
   bool nothing = false;
   ROWSOFTMAX_TRY(validate(t, sizeof(typename Op::value_type), rows, cols, &nothing));
   if (nothing) {
@@ -33,22 +34,35 @@ cudaError_t plan_call(direction dir, tensor_arg const (&t)[N], std::int64_t rows
   int device = 0;
   ROWSOFTMAX_TRY(cudaGetDevice(&device));
   return choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), rows), rows, cols,
-                         device, out);
+                         device, with_workspace, out);
 }
 
+/// The launchers' body. `workspace_bytes == nullptr`: the launchers without a workspace.
+/// Otherwise the CUB convention: `workspace == nullptr` asks for the size (nothing launched),
+/// else `*workspace_bytes` bytes at `workspace` may be used.
 template <class Op, std::size_t N>
 cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::args const& a,
+                        void* workspace, std::size_t* workspace_bytes,
                         cudaStream_t stream) noexcept {
+  const bool with_workspace = workspace_bytes != nullptr;
   bool nothing = false;
   ROWSOFTMAX_TRY(validate(t, sizeof(typename Op::value_type), a.rows, a.cols, &nothing));
-  if (nothing) return cudaSuccess;
-  int device = 0;
-  ROWSOFTMAX_TRY(cudaGetDevice(&device));
   plan p;
-  ROWSOFTMAX_TRY(choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), a.rows), a.rows,
-                                 a.cols, device, &p));
-  if (p.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
-  return launch<Op>(p, a, stream);
+  if (!nothing) {
+    int device = 0;
+    ROWSOFTMAX_TRY(cudaGetDevice(&device));
+    ROWSOFTMAX_TRY(choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), a.rows),
+                                   a.rows, a.cols, device, with_workspace, &p));
+  }
+  if (with_workspace && workspace == nullptr) {
+    *workspace_bytes = static_cast<std::size_t>(p.workspace_bytes);
+    return cudaSuccess;
+  }
+  if (nothing) return cudaSuccess;
+  if (p.workspace_bytes > 0 && (reinterpret_cast<std::uintptr_t>(workspace) % 8 != 0 ||
+                                *workspace_bytes < static_cast<std::size_t>(p.workspace_bytes)))
+    return cudaErrorInvalidValue;
+  return launch<Op>(p, a, workspace, stream);
 }
 }  // namespace detail
 
@@ -87,7 +101,8 @@ cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::in
                 "rowsoftmax: T must be float, __half or __nv_bfloat16");
   const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
   const typename detail::forward_op<T>::args a{x, x_row_stride, y, y_row_stride, rows, cols};
-  return detail::launch_call<detail::forward_op<T>>(direction::forward, t, a, stream);
+  return detail::launch_call<detail::forward_op<T>>(direction::forward, t, a, nullptr, nullptr,
+                                                    stream);
 }
 
 /// @brief Row-wise softmax of contiguous rows (row stride == cols). See the strided overload.
@@ -119,7 +134,8 @@ cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y
       {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
   const typename detail::backward_op<T>::args a{dy, dy_row_stride, y,    y_row_stride,
                                                 dx, dx_row_stride, rows, cols};
-  return detail::launch_call<detail::backward_op<T>>(direction::backward, t, a, stream);
+  return detail::launch_call<detail::backward_op<T>>(direction::backward, t, a, nullptr, nullptr,
+                                                     stream);
 }
 
 /// @brief Softmax backward of contiguous rows (row stride == cols). See the strided overload.
@@ -129,20 +145,87 @@ cudaError_t softmax_backward(T const* dy, T const* y, T* dx, std::int64_t rows, 
   return softmax_backward(dy, cols, y, cols, dx, cols, rows, cols, stream);
 }
 
+/// @brief Row-wise softmax with a workspace, strided rows (CUB's temporary-storage convention).
+///
+/// Call once with `workspace == nullptr`: sets `*workspace_bytes` to the bytes this call needs
+/// (0 when its plan needs none) and launches nothing. Call again with `workspace` pointing to
+/// at least that many bytes of device memory (8-byte aligned) to run. Rows longer than the
+/// register tiers hold (256K fp32, 512K bf16/fp16 elements) are then split over many CTAs that
+/// exchange partials through the workspace, a few rows at a time so that the second pass over a
+/// row reads from L2; other rows run exactly as without a workspace. The workspace holds no
+/// state between calls (its counters are zeroed on `stream` before each launch) but must not be
+/// shared by calls that may run concurrently. The split kernel is a cooperative launch: all its
+/// CTAs are resident at once; where the device cannot guarantee that, the call streams instead.
+///
+/// @param workspace        device memory, or nullptr for the size query
+/// @param workspace_bytes  in: bytes at `workspace`; out (size query): bytes needed. Not null.
+/// @return as for the overload without a workspace; cudaErrorInvalidValue also for a workspace
+///         smaller than asked for or not 8-byte aligned.
+template <class T>
+cudaError_t softmax_forward(void* workspace, std::size_t* workspace_bytes, T const* x,
+                            std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                            std::int64_t rows, std::int64_t cols,
+                            cudaStream_t stream = nullptr) noexcept {
+  static_assert(detail::supported_type_v<T>,
+                "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
+  const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
+  const typename detail::forward_op<T>::args a{x, x_row_stride, y, y_row_stride, rows, cols};
+  return detail::launch_call<detail::forward_op<T>>(direction::forward, t, a, workspace,
+                                                    workspace_bytes, stream);
+}
+
+/// @brief Row-wise softmax with a workspace, contiguous rows. See the strided overload.
+template <class T>
+cudaError_t softmax_forward(void* workspace, std::size_t* workspace_bytes, T const* x, T* y,
+                            std::int64_t rows, std::int64_t cols,
+                            cudaStream_t stream = nullptr) noexcept {
+  return softmax_forward(workspace, workspace_bytes, x, cols, y, cols, rows, cols, stream);
+}
+
+/// @brief Softmax backward with a workspace, strided rows. The workspace convention of
+/// `softmax_forward` with a workspace; the rest as for `softmax_backward`.
+template <class T>
+cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, T const* dy,
+                             std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
+                             T* dx, std::int64_t dx_row_stride, std::int64_t rows,
+                             std::int64_t cols, cudaStream_t stream = nullptr) noexcept {
+  static_assert(detail::supported_type_v<T>,
+                "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
+  const detail::tensor_arg t[] = {
+      {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
+  const typename detail::backward_op<T>::args a{dy, dy_row_stride, y,    y_row_stride,
+                                                dx, dx_row_stride, rows, cols};
+  return detail::launch_call<detail::backward_op<T>>(direction::backward, t, a, workspace,
+                                                     workspace_bytes, stream);
+}
+
+/// @brief Softmax backward with a workspace, contiguous rows. See the strided overload.
+template <class T>
+cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, T const* dy, T const* y,
+                             T* dx, std::int64_t rows, std::int64_t cols,
+                             cudaStream_t stream = nullptr) noexcept {
+  return softmax_backward(workspace, workspace_bytes, dy, cols, y, cols, dx, cols, rows, cols,
+                          stream);
+}
+
 /// @brief The plan `softmax_forward` would launch for these arguments on the current device.
 ///
 /// Validates like the launcher (same errors) and fills `*out`; launches nothing. For rows == 0
-/// `*out` is a default plan. Queries the device (cached), so it needs a GPU; for a device you
-/// do not have, call `plan_for` with hand-made `device_limits`.
+/// `*out` is a default plan. `with_workspace`: the plan of the workspace overload (its
+/// `workspace_bytes` is the size that overload asks for). Queries the device (cached), so it needs
+/// a GPU; for a device you do not have, call `plan_for` with hand-made `device_limits`.
 template <class T>
 cudaError_t softmax_forward_plan(T const* x, std::int64_t x_row_stride, T const* y,
                                  std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
-                                 plan* out) noexcept {
+                                 plan* out, bool with_workspace = false) noexcept {
   static_assert(detail::supported_type_v<T>,
                 "rowsoftmax: T must be float, __half or __nv_bfloat16");
   if (out == nullptr) return cudaErrorInvalidValue;
   const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
-  return detail::plan_call<detail::forward_op<T>>(direction::forward, t, rows, cols, out);
+  return detail::plan_call<detail::forward_op<T>>(direction::forward, t, rows, cols, with_workspace,
+                                                  out);
 }
 
 /// @brief The plan `softmax_backward` would launch for these arguments on the current device.
@@ -151,13 +234,14 @@ template <class T>
 cudaError_t softmax_backward_plan(T const* dy, std::int64_t dy_row_stride, T const* y,
                                   std::int64_t y_row_stride, T const* dx,
                                   std::int64_t dx_row_stride, std::int64_t rows, std::int64_t cols,
-                                  plan* out) noexcept {
+                                  plan* out, bool with_workspace = false) noexcept {
   static_assert(detail::supported_type_v<T>,
                 "rowsoftmax: T must be float, __half or __nv_bfloat16");
   if (out == nullptr) return cudaErrorInvalidValue;
   const detail::tensor_arg t[] = {
       {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
-  return detail::plan_call<detail::backward_op<T>>(direction::backward, t, rows, cols, out);
+  return detail::plan_call<detail::backward_op<T>>(direction::backward, t, rows, cols,
+                                                   with_workspace, out);
 }
 
 /// @brief The limits the planner uses for `device` (SM count, compute capability, largest

@@ -21,6 +21,8 @@ template <class Op, int V, int Config>
 constexpr auto kernel_ptr() {
   if constexpr (kernel_configs[Config].algo == algorithm::streaming) {
     return &streaming_kernel<Op, V, Config>;
+  } else if constexpr (kernel_configs[Config].algo == algorithm::split) {
+    return &split_kernel<Op, V, Config>;
   } else {
     return &resident_kernel<Op, V, Config>;
   }
@@ -114,15 +116,49 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
   return cudaSuccess;
 }
 
+/// Whether a split plan's CTAs are all resident at once on `device` (required by its
+/// cooperative launch): the kernel's occupancy, asked once per device and kernel.
+template <class Op, int V, int Config>
+cudaError_t split_fits(plan const& p, int device, bool* fits) {
+  constexpr int max_cached = 64;
+  static std::atomic<int> resident[max_cached];  // CTAs the device runs at once; 0 unknown
+  const bool cached = device >= 0 && device < max_cached;
+  int n = cached ? resident[device].load(std::memory_order_relaxed) : 0;
+  if (n == 0) {
+    int per_sm = 0, sms = 0, cooperative = 0;
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    ROWSOFTMAX_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, kernel_ptr<Op, V, Config>(), kernel_configs[Config].threads_per_cta, 0));
+    n = cooperative != 0 ? per_sm * sms : -1;
+    if (cached) resident[device].store(n, std::memory_order_relaxed);
+  }
+  *fits = n > 0 && p.grid_ctas <= n;
+  return cudaSuccess;
+}
+
 /// Plan for a call on `device` with vector layout `layout`: plan_for, then smaller clusters
 /// while the chosen one does not fit the device. The plan's cluster kernel has been checked.
 template <class Op>
 cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std::int64_t cols,
-                        int device, plan* out) {
+                        int device, bool with_workspace, plan* out) {
   device_limits limits;
   ROWSOFTMAX_TRY(cached_device_limits(device, &limits));
   for (;;) {
-    const plan p = plan_for(dir, rows, cols, sizeof(typename Op::value_type), layout, limits);
+    const plan p =
+        plan_for(dir, rows, cols, sizeof(typename Op::value_type), layout, limits, with_workspace);
+    if (p.algo == algorithm::split) {
+      bool fits = false;
+      ROWSOFTMAX_TRY(visit_plan<Op>(p, [&](auto v, auto c) {
+        return split_fits<Op, decltype(v)::value, decltype(c)::value>(p, device, &fits);
+      }));
+      if (fits) {
+        *out = p;
+        return cudaSuccess;
+      }
+      with_workspace = false;  // stream instead
+      continue;
+    }
     if (p.cluster_size == 1) {
       *out = p;
       return cudaSuccess;
@@ -139,15 +175,44 @@ cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std
   }
 }
 
-/// Launches a plan made for `a` (by choose_plan, or checked by `run`), without checks.
+/// Launches a plan made for `a` (by choose_plan, or checked by `run`), without checks. A
+/// split plan uses `workspace` (at least `p.workspace_bytes`, 8-byte aligned): its counters are
+/// zeroed on `stream` first.
 template <class Op>
-cudaError_t launch(plan const& p, typename Op::args const& a, cudaStream_t stream) {
+cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
+                   cudaStream_t stream) {
+  if (p.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
+  if (p.algo == algorithm::split) {
+    const split_workspace ws{
+        static_cast<unsigned*>(workspace),
+        reinterpret_cast<partial*>(static_cast<char*>(workspace) +
+                                   (std::int64_t{p.row_groups} * 4 + 7) / 8 * 8),
+        p.row_groups, p.split_ctas};
+    ROWSOFTMAX_TRY(cudaMemsetAsync(workspace, 0, sizeof(unsigned) * p.row_groups, stream));
+    return visit_plan<Op>(p, [&](auto v, auto cfg) {
+      if constexpr (kernel_configs[decltype(cfg)::value].algo != algorithm::split) {
+        return cudaErrorInvalidValue;
+      } else {
+        cudaLaunchAttribute attr[1];
+        cudaLaunchConfig_t lc = launch_config(p, stream, attr);
+        attr[0].id = cudaLaunchAttributeCooperative;
+        attr[0].val.cooperative = 1;
+        lc.numAttrs = 1;
+        return cudaLaunchKernelEx(&lc, kernel_ptr<Op, decltype(v)::value, decltype(cfg)::value>(),
+                                  a, ws);
+      }
+    });
+  }
   const int cluster = p.cluster_size;
   return visit_plan<Op>(p, [&](auto v, auto cfg) {
-    cudaLaunchAttribute attr[1];
-    const cudaLaunchConfig_t lc = launch_config(p, stream, attr);
-    return cudaLaunchKernelEx(&lc, kernel_ptr<Op, decltype(v)::value, decltype(cfg)::value>(), a,
-                              cluster);
+    if constexpr (kernel_configs[decltype(cfg)::value].algo == algorithm::split) {
+      return cudaErrorInvalidValue;
+    } else {
+      cudaLaunchAttribute attr[1];
+      const cudaLaunchConfig_t lc = launch_config(p, stream, attr);
+      return cudaLaunchKernelEx(&lc, kernel_ptr<Op, decltype(v)::value, decltype(cfg)::value>(), a,
+                                cluster);
+    }
   });
 }
 
@@ -157,16 +222,32 @@ cudaError_t launch(plan const& p, typename Op::args const& a, cudaStream_t strea
 /// (cudaErrorInvalidConfiguration) a cluster the device cannot run.
 template <class Op, std::size_t N>
 cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const& a,
-                cudaStream_t stream) {
+                cudaStream_t stream, void* workspace = nullptr, std::size_t workspace_bytes = 0) {
   constexpr std::size_t elem = sizeof(typename Op::value_type);
   const row_layout layout = layout_of(t, elem, a.rows);
   if (p.config < 0 || p.config >= num_kernel_configs) return cudaErrorInvalidValue;
   if (p.vec > layout.vec || (layout.shifted && !p.shifted && p.vec > 1))
     return cudaErrorInvalidValue;
   const std::int64_t windows = ceil_div(a.cols + (p.vec > 1 && p.shifted ? p.vec - 1 : 0), p.vec);
-  const plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem, p.cluster_size);
+  plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem, p.cluster_size);
+  if (q.algo == algorithm::split) {
+    if (p.row_groups < 1 || p.row_groups > a.rows || p.split_ctas < 1) return cudaErrorInvalidValue;
+    q.row_groups = p.row_groups;
+    q.split_ctas = p.split_ctas;
+    q.grid_ctas = std::int64_t{p.row_groups} * p.split_ctas;
+    q.workspace_bytes = split_workspace_bytes(q.row_groups, q.split_ctas);
+    if (workspace == nullptr || reinterpret_cast<std::uintptr_t>(workspace) % 8 != 0 ||
+        static_cast<std::int64_t>(workspace_bytes) < q.workspace_bytes)
+      return cudaErrorInvalidValue;
+    int device = 0;
+    ROWSOFTMAX_TRY(cudaGetDevice(&device));
+    bool fits = false;
+    ROWSOFTMAX_TRY(visit_plan<Op>(q, [&](auto v, auto cfg) {
+      return split_fits<Op, decltype(v)::value, decltype(cfg)::value>(q, device, &fits);
+    }));
+    if (!fits) return cudaErrorInvalidConfiguration;
+  }
   if (!plan_holds(q)) return cudaErrorInvalidValue;
-  if (q.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
   if (q.cluster_size > 1) {
     int device = 0;
     ROWSOFTMAX_TRY(cudaGetDevice(&device));
@@ -176,7 +257,7 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
     }));
     if (!fits) return cudaErrorInvalidConfiguration;
   }
-  return launch<Op>(q, a, stream);
+  return launch<Op>(q, a, workspace, stream);
 }
 
 }  // namespace rowsoftmax::detail

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// The two kernel skeletons, written once for every op (forward, backward) and configuration:
+// The kernel skeletons, written once for every op (forward, backward) and configuration:
 //   resident_kernel  - a row (or several) held in registers: read once, one exchange, store.
 //                      In a clustered configuration the row spans the CTAs of a cluster (sm_90).
 //   streaming_kernel - rows longer than the registers of a cluster: pass 1 streams the CTA's
 //                      share of the row into a partial, one exchange, pass 2 streams it again
 //                      (last tile first, so the most recently read tiles come from L2).
+//   split_kernel     - the same two passes, a row's tiles shared by many CTAs that meet through
+//                      a workspace, few rows in flight so that pass 2 reads from L2.
 #pragma once
+
+#include <cuda/atomic>
 
 #include <cstdint>
 
@@ -41,12 +45,10 @@ struct kernel_shape {
   // one-tensor rows (32 data registers) keep 3 CTAs an SM and of two-tensor rows 2. Without a
   // bound, 16-bit rows were scheduled into ~110 registers (all exps of a thread in flight);
   // slacks of 32 and of none measured worse (README, "Tuning notes").
-  static constexpr int data_registers = config.bytes / 4 * Op::tensors;
-  static constexpr int bound = 65536 / (threads_per_cta * (data_registers + 48));
   // Except two-tensor rows of at most a warp: unbounded (167 registers for 16-bit, fewer CTAs)
   // they ran at 101% of copy on the H200, bounded (128) at 80-84% (README, "Tuning notes").
   static constexpr bool unbounded = Op::tensors == 2 && threads_per_row <= 32;
-  static constexpr int min_ctas_per_sm = bound > 1 && !unbounded ? bound : 1;
+  static constexpr int min_ctas_per_sm = unbounded ? 1 : ctas_per_sm(config, Op::tensors);
 };
 
 template <class Op, int V, int Config>
@@ -112,6 +114,84 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     Op::load(a, w, f);
     Op::fold(f);
     Op::store(a, w, f, total);
+  }
+}
+
+/// Where the CTAs of a split launch meet: per row group, an arrival counter (zero before the
+/// launch) and two alternating sets of partials, one per CTA of the group.
+struct split_workspace {
+  unsigned* counters;
+  partial* partials;
+  int row_groups;
+  int split_ctas;
+};
+
+/// Rows split over `split_ctas` CTAs each, `row_groups` rows in flight; all CTAs of the launch
+/// are resident at once (a cooperative launch), so a CTA may wait for the others of its group.
+/// Group g takes rows g, g + row_groups, ...; CTA r of a group streams its share of the row's
+/// tiles into a partial, publishes it, waits for the group's other partials, combines them in
+/// the same order as every other CTA, then streams its share again (last tile first, from L2).
+template <class Op, int V, int Config>
+ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
+                                         (kernel_shape<Op, V, Config>::min_ctas_per_sm))
+    split_kernel(typename Op::args const a, split_workspace const ws) {
+  using shape = kernel_shape<Op, V, Config>;
+  using reduce = typename Op::reduce;
+  constexpr int tpr = shape::threads_per_row;
+  static_assert(tpr == shape::threads_per_cta, "one row per CTA");
+  __shared__ typename shape::exchange::storage smem;
+  __shared__ partial total_smem;
+
+  const int group = static_cast<int>(blockIdx.x) / ws.split_ctas;
+  const int rank = static_cast<int>(blockIdx.x) % ws.split_ctas;
+  constexpr std::int64_t tile = std::int64_t{tpr} * shape::slots;  // windows per tile
+  typename shape::fragment f;
+  int iteration = 0;
+  for (std::int64_t row = group; row < a.rows; row += ws.row_groups, ++iteration) {
+    row_window w = Op::template window<V>(a, row, 0, tpr);
+    const std::int64_t tiles = ceil_div(ceil_div(w.cols + w.shift, V), tile);
+    const std::int64_t t0 = tiles * rank / ws.split_ctas;
+    const std::int64_t t1 = tiles * (rank + 1) / ws.split_ctas;
+
+    partial acc = reduce::identity();
+    for (std::int64_t t = t0; t < t1; ++t) {
+      w.first = t * tile + threadIdx.x;
+      Op::load(a, w, f);
+      acc = reduce::combine(acc, Op::fold(f));
+    }
+    acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
+
+    // Publish this CTA's partial (release), wait for the group's (acquire), then warp 0 folds
+    // the group's partials (read past L1) in the same order in every CTA.
+    partial* slots = ws.partials + (std::int64_t{group} * 2 + (iteration & 1)) * ws.split_ctas;
+    if (threadIdx.x == 0) {
+      slots[rank] = acc;
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(ws.counters[group]);
+      arrived.fetch_add(1u, cuda::memory_order_release);
+      const unsigned target = static_cast<unsigned>(iteration + 1) * ws.split_ctas;
+      while (arrived.load(cuda::memory_order_acquire) < target) {
+      }
+      __threadfence();
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+      partial q = reduce::identity();
+      for (int i = static_cast<int>(threadIdx.x); i < ws.split_ctas; i += 32)
+        q = reduce::combine(q, partial{__ldcg(&slots[i].m), __ldcg(&slots[i].s)});
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) q = shfl_combine<reduce>(q, o);
+      if (threadIdx.x == 0) total_smem = q;
+    }
+    __syncthreads();
+    const partial total = total_smem;
+
+    for (std::int64_t t = t1 - 1; t >= t0; --t) {
+      w.first = t * tile + threadIdx.x;
+      Op::load(a, w, f);
+      Op::fold(f);
+      Op::store(a, w, f, total);
+    }
+    __syncthreads();  // total_smem and the exchange's slots are rewritten by the next row
   }
 }
 
