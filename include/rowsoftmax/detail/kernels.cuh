@@ -169,8 +169,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
       cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(ws.counters[group]);
       arrived.fetch_add(1u, cuda::memory_order_release);
       const unsigned target = static_cast<unsigned>(iteration + 1) * ws.split_ctas;
-      while (arrived.load(cuda::memory_order_acquire) < target) {
-      }
+      while (arrived.load(cuda::memory_order_acquire) < target) __nanosleep(32);
       __threadfence();
     }
     __syncthreads();
