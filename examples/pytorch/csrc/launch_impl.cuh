@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// The definitions behind launch.cuh, written once; each launch_<type>.cu instantiates them for
+// its element type (one translation unit per type, so they compile in parallel).
+#pragma once
+
+#include <rowsoftmax/rowsoftmax.cuh>
+
+#include "launch.cuh"
+
+namespace rowsoftmax_ext {
+
+template <class T>
+cudaError_t forward(T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
+                    std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+  return rowsoftmax::softmax_forward(x, x_stride, y, y_stride, rows, cols, stream);
+}
+
+template <class T>
+cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64_t y_stride, T* dx,
+                     std::int64_t dx_stride, std::int64_t rows, std::int64_t cols,
+                     cudaStream_t stream) {
+  return rowsoftmax::softmax_backward(dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols,
+                                      stream);
+}
+
+}  // namespace rowsoftmax_ext
+
+/// Explicit instantiations of forward and backward for element type T.
+#define ROWSOFTMAX_EXT_INSTANTIATE(T)                                                              \
+  template cudaError_t rowsoftmax_ext::forward<T>(T const*, std::int64_t, T*, std::int64_t,        \
+                                                  std::int64_t, std::int64_t, cudaStream_t);       \
+  template cudaError_t rowsoftmax_ext::backward<T>(T const*, std::int64_t, T const*, std::int64_t, \
+                                                   T*, std::int64_t, std::int64_t, std::int64_t,   \
+                                                   cudaStream_t)
