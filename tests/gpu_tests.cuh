@@ -190,13 +190,17 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
             detail::ceil_div(cols + (layout.shifted ? layout.vec - 1 : 0), layout.vec);
         const std::int64_t fewest = std::max<std::int64_t>(
             2, detail::ceil_div(windows, detail::window_capacity(k, layout.vec, sizeof(T), 1)));
-        const std::int64_t sizes[] = {k.clustered ? fewest : 1, k.clustered ? 16 : 0};
+        const std::int64_t sizes[] = {k.clustered ? fewest : 1,
+                                      k.clustered || k.algo == algorithm::split ? 16 : 0};
         for (std::int64_t n : sizes) {
           if (n == 0 || n > 16 || (n == 16 && fewest == 16)) continue;
           plan p = detail::make_plan(c, layout, s.rows, windows, sizeof(T), int(n));
-          if (k.algo == algorithm::split) {  // 2 rows in flight of 3 CTAs: 3 rounds, both parities
+          // Split: 2 rows in flight of 3 CTAs (3 rounds, both parities), n == 16 also keeping a
+          // tile in shared memory: tiles from the stash, from registers and read again.
+          if (k.algo == algorithm::split) {
             p.row_groups = 2;
             p.split_ctas = 3;
+            p.stash_tiles = n == 16 ? 1 : 0;
             p.grid_ctas = 6;
             p.workspace_bytes = detail::split_workspace_bytes(2, 3);
           }

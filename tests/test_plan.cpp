@@ -226,15 +226,34 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
           const std::int64_t tiles =
               (p.windows + 256 * p.vecs_per_thread - 1) / (256 * std::int64_t{p.vecs_per_thread});
           EXPECT_LE(p.split_ctas, tiles);
-          // Rows in flight within half the L2, unless one row alone is larger.
-          const std::int64_t row_bytes =
-              p.windows * vec * static_cast<std::int64_t>(elem) * tensors;
-          if (p.row_groups > 1) {
-            EXPECT_LE(p.row_groups * row_bytes, h200.l2_bytes / 2);
-          }
+          // The stash: no tile kept that a CTA does not have (the last stays in registers),
+          // and the stashes of the CTAs an SM runs fit its shared memory.
+          const std::int64_t share = (tiles + p.split_ctas - 1) / p.split_ctas;
+          EXPECT_GE(p.stash_tiles, 0);
+          const int in_registers = rs::detail::split_keeps_last(tensors, elem) ? 1 : 0;
+          EXPECT_LE(p.stash_tiles, share - in_registers);
+          const std::int64_t per_cta =
+              p.stash_tiles *
+                  rs::detail::stash_tile_bytes(kernel_configs[rs::detail::split_config], tensors) +
+              2048;
+          EXPECT_LE(per_cta * (resident / h200.sm_count), h200.shared_bytes_per_sm);
+          EXPECT_LE(per_cta, h200.shared_bytes_per_cta);
           EXPECT_EQ(p.workspace_bytes,
                     rs::detail::split_workspace_bytes(p.row_groups, p.split_ctas));
         }
+      // Rows the CTAs of the device hold on chip are read once: a CTA's share within its
+      // stash and registers (2^20 fp32 forward: 44 CTAs of 3 tiles a row, 9 rows at a time).
+      {
+        const std::int64_t cols = std::int64_t{1} << 20;
+        const auto p =
+            rs::plan_for(dir, (std::int64_t{1} << 27) / cols, cols, elem, {vec, false}, h200, true);
+        SCOPED_TRACE(rs::to_string(p));
+        const std::int64_t tiles =
+            (p.windows + 256 * p.vecs_per_thread - 1) / (256 * std::int64_t{p.vecs_per_thread});
+        EXPECT_LE((tiles + p.split_ctas - 1) / p.split_ctas,
+                  p.stash_tiles +
+                      (rs::detail::split_keeps_last(rs::detail::tensors_of(dir), elem) ? 1 : 0));
+      }
       // The scalar fallback splits too; devices without clusters as well.
       EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {1, false}, h200, true).algo, algorithm::split);
       EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {vec, false}, a100, true).algo,

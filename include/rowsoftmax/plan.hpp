@@ -24,18 +24,19 @@ enum class algorithm : std::uint8_t {
   registers,  ///< one CTA holds one or more whole rows in registers; x is read once
   cluster,    ///< a thread-block cluster (sm_90+) holds one row in registers; x is read once
   streaming,  ///< a CTA or cluster streams the row twice (stats, then normalize); x is read twice
-  split,      ///< many CTAs share a row through a workspace and stream it twice, few rows at a
-              ///< time so that the second pass reads from L2 (launchers given a workspace)
+  split,      ///< many CTAs share a row through a workspace, each keeping its share on chip
+              ///< (registers and shared memory) where the CTAs the device runs at once hold
+              ///< it; x is read once, or the overflow twice (launchers given a workspace)
 };
 
 /// What the planner needs to know about the device. `query_device_limits` (softmax.cuh) fills
 /// it for a real device; tests build it by hand to plan for devices they do not have.
 struct device_limits {
-  int sm_count = 132;           ///< streaming multiprocessors
-  int compute_capability = 90;  ///< major * 10 + minor
-  int max_cluster_size = 16;    ///< largest cluster the launcher may use; 1 disables clusters
-  std::int64_t l2_bytes = std::int64_t{50} << 20;  ///< L2 cache size (the split tier keeps the
-                                                   ///< rows it has in flight within half of it)
+  int sm_count = 132;                 ///< streaming multiprocessors
+  int compute_capability = 90;        ///< major * 10 + minor
+  int max_cluster_size = 16;          ///< largest cluster the launcher may use; 1 disables clusters
+  int shared_bytes_per_sm = 233472;   ///< shared memory of an SM (the split tier's stash)
+  int shared_bytes_per_cta = 232448;  ///< the most one CTA may ask for (opt-in)
 };
 
 /// Vector access shared by every tensor of one call, derived from pointers and row strides.
@@ -61,6 +62,7 @@ struct plan {
   std::int64_t grid_ctas = 0;  ///< CTAs launched for `rows` rows
   int split_ctas = 0;          ///< split: CTAs that share one row
   int row_groups = 0;          ///< split: rows in flight at once (grid = row_groups * split_ctas)
+  int stash_tiles = 0;         ///< split: tiles a CTA keeps in shared memory between the passes
   std::int64_t workspace_bytes = 0;  ///< bytes of workspace the plan needs (split only)
 };
 
@@ -180,27 +182,64 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
   return p;
 }
 
-/// The split plan for rows of `windows` windows: as many rows in flight as half the L2 holds
-/// (at least one, at most `rows`), the CTAs the device runs at once shared between them, but
-/// no more CTAs to a row than it has tiles. `split_ctas` < 2 means the tier does not apply.
+/// Shared memory one tile of a split CTA takes in its stash: the thread's fragment (the row
+/// data of every input tensor plus at most 16 bytes, kernels.cuh checks) for every thread.
+ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_tile_bytes(kernel_config const& c,
+                                                               int tensors) noexcept {
+  return std::int64_t{c.bytes * tensors + 16} * c.threads_per_cta;
+}
+
+/// Whether a split CTA keeps the last tile of its share in registers between the passes: all
+/// but 16-bit forward, whose fold takes the registers (keeping it there spilled).
+ROWSOFTMAX_HOST_DEVICE constexpr bool split_keeps_last(int tensors,
+                                                       std::size_t elem_size) noexcept {
+  return tensors == 2 || elem_size == 4;
+}
+
+/// The split plan for rows of `windows` windows. The CTAs the device runs at once (its
+/// registers' bound) form `row_groups` groups of `split_ctas` CTAs, a group taking one row at a
+/// time; a CTA keeps the last tile of its share in registers (but see split_keeps_last) and up
+/// to `stash_tiles` more in shared memory (what its part of the SM holds), and reads the rest of
+/// its share twice. The groups minimise rounds x (a CTA's tile transfers a round - loads, stores,
+/// second loads - plus one for the meeting), so rows that fit on chip are read once. `split_ctas` <
+/// 2: the tier does not apply.
 constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t rows,
                                std::int64_t windows, std::size_t elem_size,
                                device_limits const& limits) noexcept {
   kernel_config const& c = kernel_configs[split_config];
   plan p = make_plan(split_config, layout, rows, windows, elem_size);
-  const std::int64_t resident = std::int64_t{limits.sm_count} * ctas_per_sm(c, tensors_of(dir));
-  const std::int64_t row_bytes =
-      windows * layout.vec * static_cast<std::int64_t>(elem_size) * tensors_of(dir);
-  std::int64_t groups = limits.l2_bytes / 2 / (row_bytes > 0 ? row_bytes : 1);
-  groups = groups < 1 ? 1 : groups;
-  groups = groups < rows ? groups : rows;
-  groups = groups < resident ? groups : resident;
+  const int tensors = tensors_of(dir);
+  const int per_sm = ctas_per_sm(c, tensors);
+  const std::int64_t resident = std::int64_t{limits.sm_count} * per_sm;
+  // 1 KB a CTA reserved by the system, 1 KB for the exchange and the static variables.
+  std::int64_t budget = limits.shared_bytes_per_sm / per_sm - 2048;
+  if (budget > limits.shared_bytes_per_cta - 2048) budget = limits.shared_bytes_per_cta - 2048;
+  const std::int64_t stash = budget > 0 ? budget / stash_tile_bytes(c, tensors) : 0;
+  const std::int64_t held = stash + (split_keeps_last(tensors, elem_size) ? 1 : 0);
   const std::int64_t tiles = ceil_div(windows, std::int64_t{c.threads_per_row} * p.vecs_per_thread);
-  std::int64_t ctas = resident / groups;
-  ctas = ctas < tiles ? ctas : tiles;
-  p.row_groups = static_cast<int>(groups);
+  const std::int64_t most_groups = rows < resident / 2 ? rows : resident / 2;
+  double best_cost = -1;
+  std::int64_t best_groups = 1;
+  for (std::int64_t g = 1; g <= most_groups; ++g) {
+    // Tile transfers of the average CTA a round: shares differ by at most one tile, q or q + 1.
+    const std::int64_t ctas = resident / g < tiles ? resident / g : tiles;
+    const std::int64_t q = tiles / ctas, r = tiles % ctas;
+    const std::int64_t again =
+        r * (q + 1 > held ? q + 1 - held : 0) + (ctas - r) * (q > held ? q - held : 0);
+    const double cost = static_cast<double>(ceil_div(rows, g)) *
+                        (static_cast<double>(2 * tiles + again) / static_cast<double>(ctas) + 1.0);
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best_groups = g;
+    }
+  }
+  const std::int64_t ctas = resident / best_groups < tiles ? resident / best_groups : tiles;
+  const std::int64_t share = ceil_div(tiles, ctas);
+  p.row_groups = static_cast<int>(best_groups);
   p.split_ctas = static_cast<int>(ctas);
-  p.grid_ctas = groups * ctas;
+  const std::int64_t stashed = share - (held - stash);  // the tiles not in registers
+  p.stash_tiles = static_cast<int>(stashed < stash ? stashed : stash);
+  p.grid_ctas = best_groups * ctas;
   p.workspace_bytes = split_workspace_bytes(p.row_groups, p.split_ctas);
   return p;
 }
@@ -212,7 +251,7 @@ constexpr bool plan_holds(plan const& p) noexcept {
   kernel_config const& c = kernel_configs[p.config];
   if (p.cluster_size < 1 || p.cluster_size > (c.clustered ? max_cluster_size : 1)) return false;
   if (c.algo == algorithm::split)
-    return p.split_ctas >= 1 && p.row_groups >= 1 &&
+    return p.split_ctas >= 1 && p.row_groups >= 1 && p.stash_tiles >= 0 &&
            p.grid_ctas == std::int64_t{p.split_ctas} * p.row_groups;
   return c.algo == algorithm::streaming ||
          std::int64_t{p.threads_per_row} * p.vecs_per_thread * p.cluster_size >= p.windows;

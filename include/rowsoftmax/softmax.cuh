@@ -151,8 +151,10 @@ cudaError_t softmax_backward(T const* dy, T const* y, T* dx, std::int64_t rows, 
 /// (0 when its plan needs none) and launches nothing. Call again with `workspace` pointing to
 /// at least that many bytes of device memory (8-byte aligned) to run. Rows longer than the
 /// register tiers hold (256K fp32, 512K bf16/fp16 elements) are then split over many CTAs that
-/// exchange partials through the workspace, a few rows at a time so that the second pass over a
-/// row reads from L2; other rows run exactly as without a workspace. The workspace holds no
+/// exchange partials through the workspace, each CTA keeping its share of the row in registers
+/// and shared memory, so that rows the device holds on chip (about 4M fp32 or 8M bf16/fp16
+/// elements on an H200, over all rows in flight) are read once; other rows run exactly as
+/// without a workspace. The workspace holds no
 /// state between calls (its counters are zeroed on `stream` before each launch) but must not be
 /// shared by calls that may run concurrently. The split kernel is a cooperative launch: all its
 /// CTAs are resident at once; where the device cannot guarantee that, the call streams instead.

@@ -116,22 +116,43 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
   return cudaSuccess;
 }
 
+/// Dynamic shared memory of a split plan's CTAs: its stash.
+template <class Op>
+constexpr std::size_t split_shared_bytes(plan const& p) {
+  return static_cast<std::size_t>(p.stash_tiles *
+                                  stash_tile_bytes(kernel_configs[split_config], Op::tensors));
+}
+
 /// Whether a split plan's CTAs are all resident at once on `device` (required by its
-/// cooperative launch): the kernel's occupancy, asked once per device and kernel.
+/// cooperative launch), given its stash: the kernel's occupancy, asked once per device, kernel
+/// and stash size (the first time also allowing the kernel all the shared memory a CTA may
+/// have).
 template <class Op, int V, int Config>
 cudaError_t split_fits(plan const& p, int device, bool* fits) {
-  constexpr int max_cached = 64;
-  static std::atomic<int> resident[max_cached];  // CTAs the device runs at once; 0 unknown
-  const bool cached = device >= 0 && device < max_cached;
-  int n = cached ? resident[device].load(std::memory_order_relaxed) : 0;
+  constexpr int max_cached = 64, max_stash = 8;
+  static std::atomic<int> resident[max_cached][max_stash];  // CTAs at once; 0 unknown
+  static std::atomic<bool> sized[max_cached];
+  const bool cached = device >= 0 && device < max_cached && p.stash_tiles < max_stash;
+  int n = cached ? resident[device][p.stash_tiles].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
+    auto kernel = kernel_ptr<Op, V, Config>();
+    if (!(device >= 0 && device < max_cached && sized[device].load())) {
+      int optin = 0;
+      cudaFuncAttributes fa{};
+      ROWSOFTMAX_TRY(
+          cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+      ROWSOFTMAX_TRY(cudaFuncGetAttributes(&fa, kernel));
+      ROWSOFTMAX_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          optin - static_cast<int>(fa.sharedSizeBytes)));
+      if (device >= 0 && device < max_cached) sized[device].store(true);
+    }
     int per_sm = 0, sms = 0, cooperative = 0;
     ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
     ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     ROWSOFTMAX_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, kernel_ptr<Op, V, Config>(), kernel_configs[Config].threads_per_cta, 0));
-    n = cooperative != 0 ? per_sm * sms : -1;
-    if (cached) resident[device].store(n, std::memory_order_relaxed);
+        &per_sm, kernel, kernel_configs[Config].threads_per_cta, split_shared_bytes<Op>(p)));
+    n = cooperative != 0 && per_sm > 0 ? per_sm * sms : -1;
+    if (cached) resident[device][p.stash_tiles].store(n, std::memory_order_relaxed);
   }
   *fits = n > 0 && p.grid_ctas <= n;
   return cudaSuccess;
@@ -187,7 +208,7 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
         static_cast<unsigned*>(workspace),
         reinterpret_cast<partial*>(static_cast<char*>(workspace) +
                                    (std::int64_t{p.row_groups} * 4 + 7) / 8 * 8),
-        p.row_groups, p.split_ctas};
+        p.row_groups, p.split_ctas, p.stash_tiles};
     ROWSOFTMAX_TRY(cudaMemsetAsync(workspace, 0, sizeof(unsigned) * p.row_groups, stream));
     return visit_plan<Op>(p, [&](auto v, auto cfg) {
       if constexpr (kernel_configs[decltype(cfg)::value].algo != algorithm::split) {
@@ -195,6 +216,7 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
       } else {
         cudaLaunchAttribute attr[1];
         cudaLaunchConfig_t lc = launch_config(p, stream, attr);
+        lc.dynamicSmemBytes = split_shared_bytes<Op>(p);
         attr[0].id = cudaLaunchAttributeCooperative;
         attr[0].val.cooperative = 1;
         lc.numAttrs = 1;
@@ -231,9 +253,11 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
   const std::int64_t windows = ceil_div(a.cols + (p.vec > 1 && p.shifted ? p.vec - 1 : 0), p.vec);
   plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem, p.cluster_size);
   if (q.algo == algorithm::split) {
-    if (p.row_groups < 1 || p.row_groups > a.rows || p.split_ctas < 1) return cudaErrorInvalidValue;
+    if (p.row_groups < 1 || p.row_groups > a.rows || p.split_ctas < 1 || p.stash_tiles < 0)
+      return cudaErrorInvalidValue;
     q.row_groups = p.row_groups;
     q.split_ctas = p.split_ctas;
+    q.stash_tiles = p.stash_tiles;
     q.grid_ctas = std::int64_t{p.row_groups} * p.split_ctas;
     q.workspace_bytes = split_workspace_bytes(q.row_groups, q.split_ctas);
     if (workspace == nullptr || reinterpret_cast<std::uintptr_t>(workspace) % 8 != 0 ||

@@ -84,16 +84,19 @@ inline cudaError_t cached_device_limits(int device, device_limits* limits) noexc
   static std::atomic<int> state[max_cached];  // 0 unknown, 1 being filled, 2 ready
   static device_limits cache[max_cached];
   auto query = [](int dev, device_limits* out) -> cudaError_t {
-    int sms = 0, major = 0, minor = 0, clusters = 0, l2 = 0;
+    int sms = 0, major = 0, minor = 0, clusters = 0, smem_sm = 0, smem_cta = 0;
     ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev));
-    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    ROWSOFTMAX_TRY(
+        cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&smem_cta, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     out->sm_count = sms;
     out->compute_capability = major * 10 + minor;
     out->max_cluster_size = clusters != 0 && major >= 9 ? 16 : 1;
-    out->l2_bytes = l2;
+    out->shared_bytes_per_sm = smem_sm;
+    out->shared_bytes_per_cta = smem_cta;
     return cudaSuccess;
   };
   if (device < 0 || device >= max_cached) return query(device, limits);

@@ -5,13 +5,15 @@
 //   streaming_kernel - rows longer than the registers of a cluster: pass 1 streams the CTA's
 //                      share of the row into a partial, one exchange, pass 2 streams it again
 //                      (last tile first, so the most recently read tiles come from L2).
-//   split_kernel     - the same two passes, a row's tiles shared by many CTAs that meet through
-//                      a workspace, few rows in flight so that pass 2 reads from L2.
+//   split_kernel     - a row's tiles shared by many CTAs that meet through a workspace, each
+//                      CTA keeping its share in registers and shared memory between the passes
+//                      (what does not fit is read again).
 #pragma once
 
 #include <cuda/atomic>
 
 #include <cstdint>
+#include <cstring>
 
 #include "../plan.hpp"
 #include "exchange.cuh"
@@ -124,13 +126,49 @@ struct split_workspace {
   partial* partials;
   int row_groups;
   int split_ctas;
+  int stash_tiles;  ///< tiles a CTA keeps in its dynamic shared memory
+};
+
+/// A thread's fragment in a split CTA's stash: 16-byte words, word q of thread i of tile k at
+/// [(k * quads + q) * threads + i] (consecutive threads, consecutive words: no bank conflicts).
+template <class Fragment, int Threads, int StrideBytes>
+struct stash {
+  static constexpr int quads = (static_cast<int>(sizeof(Fragment)) + 15) / 16;
+  static constexpr int stride = StrideBytes / 16;  // quads a thread a tile (plan.hpp's size)
+  static_assert(sizeof(Fragment) % 4 == 0 && quads <= stride,
+                "a fragment fits the stash tile size the planner assumes");
+
+  __device__ static void put(uint4* base, int k, Fragment const& f) {
+    std::uint32_t w[quads * 4] = {};
+    memcpy(w, &f, sizeof(Fragment));
+#pragma unroll
+    for (int q = 0; q < quads; ++q)
+      base[(k * stride + q) * Threads + threadIdx.x] =
+          make_uint4(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]);
+  }
+
+  __device__ static void get(uint4 const* base, int k, Fragment& f) {
+    std::uint32_t w[quads * 4];
+#pragma unroll
+    for (int q = 0; q < quads; ++q) {
+      const uint4 v = base[(k * stride + q) * Threads + threadIdx.x];
+      w[4 * q] = v.x;
+      w[4 * q + 1] = v.y;
+      w[4 * q + 2] = v.z;
+      w[4 * q + 3] = v.w;
+    }
+    memcpy(&f, w, sizeof(Fragment));
+  }
 };
 
 /// Rows split over `split_ctas` CTAs each, `row_groups` rows in flight; all CTAs of the launch
 /// are resident at once (a cooperative launch), so a CTA may wait for the others of its group.
-/// Group g takes rows g, g + row_groups, ...; CTA r of a group streams its share of the row's
-/// tiles into a partial, publishes it, waits for the group's other partials, combines them in
-/// the same order as every other CTA, then streams its share again (last tile first, from L2).
+/// Group g takes rows g, g + row_groups, ...; CTA r of a group reads its share of the row's
+/// tiles into a partial, keeping the first `stash_tiles` in shared memory and the last in
+/// registers (see split_keeps_last), publishes the partial, waits for the group's others, combines
+/// them in the same order as every other CTA, then stores its tiles: the last from registers, those
+/// not kept read again (last first, so that the most recently read come from L2), the kept ones
+/// from shared memory.
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
@@ -139,8 +177,12 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   using reduce = typename Op::reduce;
   constexpr int tpr = shape::threads_per_row;
   static_assert(tpr == shape::threads_per_cta, "one row per CTA");
+  using kept = stash<typename shape::fragment, tpr,
+                     static_cast<int>(stash_tile_bytes(shape::config, Op::tensors) / tpr)>;
   __shared__ typename shape::exchange::storage smem;
   __shared__ partial total_smem;
+  extern __shared__ uint4 stashed[];
+  constexpr bool keep_last = split_keeps_last(Op::tensors, sizeof(typename Op::value_type));
 
   const int group = static_cast<int>(blockIdx.x) / ws.split_ctas;
   const int rank = static_cast<int>(blockIdx.x) % ws.split_ctas;
@@ -157,6 +199,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     for (std::int64_t t = t0; t < t1; ++t) {
       w.first = t * tile + threadIdx.x;
       Op::load(a, w, f);
+      if (t - t0 < ws.stash_tiles && !(keep_last && t == t1 - 1))
+        kept::put(stashed, static_cast<int>(t - t0), f);
       acc = reduce::combine(acc, Op::fold(f));
     }
     acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
@@ -186,8 +230,14 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
 
     for (std::int64_t t = t1 - 1; t >= t0; --t) {
       w.first = t * tile + threadIdx.x;
-      Op::load(a, w, f);
-      Op::fold(f);
+      if (!keep_last || t < t1 - 1) {  // else the last tile is still in registers, folded
+        if (t - t0 < ws.stash_tiles) {
+          kept::get(stashed, static_cast<int>(t - t0), f);
+        } else {
+          Op::load(a, w, f);
+        }
+        Op::fold(f);
+      }
       Op::store(a, w, f, total);
     }
     __syncthreads();  // total_smem and the exchange's slots are rewritten by the next row
