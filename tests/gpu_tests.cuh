@@ -242,23 +242,31 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
     check_forward<T>(s, seed_of(s.cols, s.out_offset, 19), fill::special, with_workspace);
     check_backward<T>(s, seed_of(s.cols, s.out_offset, 20), fill::special, with_workspace);
   }
-  // The size query: 0 for register rows, the plan's bytes for split rows.
-  device_buffer<T> buf(std::size_t{1} << 21);
+  // The size query: 0 for register rows, the plan's bytes for split rows (backward, and fp32
+  // forward; 16-bit forward streams, see plan_for).
+  constexpr std::int64_t n = std::int64_t{1} << 21;  // 2 rows of 2^20
+  device_buffer<T> buf(3 * n);
   ASSERT_NE(buf.ptr, nullptr);
+  T* const dy = buf.ptr;
+  T* const y = buf.ptr + n;
+  T* const dx = buf.ptr + 2 * n;
   std::size_t bytes = 1;
-  ROWSOFTMAX_CUDA_OK(softmax_forward<T>(nullptr, &bytes, buf.ptr, buf.ptr, 4, 50257));
+  ROWSOFTMAX_CUDA_OK(softmax_backward<T>(nullptr, &bytes, dy, y, dx, 4, 50257));
   EXPECT_EQ(bytes, 0u);
   plan p;
   ROWSOFTMAX_CUDA_OK(
-      softmax_forward_plan<T>(buf.ptr, 1 << 20, buf.ptr, 1 << 20, 2, 1 << 20, &p, true));
-  ROWSOFTMAX_CUDA_OK(softmax_forward<T>(nullptr, &bytes, buf.ptr, buf.ptr, 2, 1 << 20));
+      softmax_backward_plan<T>(dy, 1 << 20, y, 1 << 20, dx, 1 << 20, 2, 1 << 20, &p, true));
+  ROWSOFTMAX_CUDA_OK(softmax_backward<T>(nullptr, &bytes, dy, y, dx, 2, 1 << 20));
   EXPECT_EQ(p.algo, algorithm::split) << to_string(p);
   EXPECT_EQ(bytes, static_cast<std::size_t>(p.workspace_bytes));
   // Too small a workspace: refused, nothing launched.
   scratch small(8);
   std::size_t too_few = bytes - 8;
-  EXPECT_EQ(softmax_forward<T>(small.ptr, &too_few, buf.ptr, buf.ptr, 2, 1 << 20),
-            cudaErrorInvalidValue);
+  EXPECT_EQ(softmax_backward<T>(small.ptr, &too_few, dy, y, dx, 2, 1 << 20), cudaErrorInvalidValue);
+  ROWSOFTMAX_CUDA_OK(softmax_forward_plan<T>(dy, 1 << 20, dx, 1 << 20, 2, 1 << 20, &p, true));
+  ROWSOFTMAX_CUDA_OK(softmax_forward<T>(nullptr, &bytes, dy, dx, 2, 1 << 20));
+  EXPECT_EQ(p.algo, sizeof(T) == 4 ? algorithm::split : algorithm::streaming) << to_string(p);
+  EXPECT_EQ(bytes, static_cast<std::size_t>(p.workspace_bytes));
 }
 
 TYPED_TEST_P(Gpu, PlanQueryMatchesThePlanner) {

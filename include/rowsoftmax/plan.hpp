@@ -267,11 +267,11 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// to `limits.max_cluster_size`) that hold them, first at 128 bytes a thread (CTAs of 256
 /// threads, or of 128 where they leave fewer slots idle), then at 256;
 /// without clusters, one 512-thread CTA. Longer rows stream through a cluster (or one CTA)
-/// twice, or, `with_workspace` (the launchers given a workspace), are split over many CTAs (see
-/// `algorithm::split`). The scalar fallback (`layout.vec == 1`, 32 elements a thread of any
-/// type) has the one-CTA configurations and streams beyond. Forward and backward share the
-/// thresholds (both hold 128 bytes a tensor a thread); the split tier sizes its groups by the
-/// direction's tensors.
+/// twice, or, `with_workspace` (the launchers given a workspace), but for 16-bit forward, are
+/// split over many CTAs (see `algorithm::split`). The scalar fallback (`layout.vec == 1`, 32
+/// elements a thread of any type) has the one-CTA configurations and streams beyond. Forward and
+/// backward share the thresholds (both hold 128 bytes a tensor a thread); the split tier sizes its
+/// groups by the direction's tensors.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits,
@@ -306,8 +306,9 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   }
   // Rows longer than any register tier: with a workspace, split over many CTAs when that gives
   // a row at least two; else streaming through a cluster as large as allowed, but none larger
-  // than the row has tiles.
-  if (with_workspace) {
+  // than the row has tiles. 16-bit forward streams even with a workspace: split it ran at 47-53%
+  // of copy on the H200 against streaming's 47-68% (2^20..2^24 columns; README, "Tuning notes").
+  if (with_workspace && (dir == direction::backward || elem_size == 4)) {
     const plan p = make_split_plan(dir, layout, rows, windows, elem_size, limits);
     if (p.split_ctas >= 2) return p;
   }
