@@ -146,10 +146,16 @@ constexpr int ctas_per_sm(kernel_config const& c, int tensors) noexcept {
   return bound > 1 ? bound : 1;
 }
 
-/// Workspace of a split plan: one arrival counter per row group (8-byte aligned), then two
-/// alternating sets of partials (8 bytes each) per group, one per CTA of the group.
+/// Where a split plan's partials start in its workspace: after one arrival counter (4 bytes)
+/// per row group, 8-byte aligned.
+constexpr std::int64_t split_partials_offset(int row_groups) noexcept {
+  return (std::int64_t{row_groups} * 4 + 7) / 8 * 8;
+}
+
+/// Workspace of a split plan: the counters, then two alternating sets of partials (8 bytes
+/// each) per group, one per CTA of the group.
 constexpr std::int64_t split_workspace_bytes(int row_groups, int split_ctas) noexcept {
-  return (std::int64_t{row_groups} * 4 + 7) / 8 * 8 + std::int64_t{row_groups} * 2 * split_ctas * 8;
+  return split_partials_offset(row_groups) + std::int64_t{row_groups} * 2 * split_ctas * 8;
 }
 
 /// Vector windows of a row that a configuration holds in one pass: all its threads of a row,

@@ -204,11 +204,10 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
                    cudaStream_t stream) {
   if (p.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
   if (p.algo == algorithm::split) {
-    const split_workspace ws{
-        static_cast<unsigned*>(workspace),
-        reinterpret_cast<partial*>(static_cast<char*>(workspace) +
-                                   (std::int64_t{p.row_groups} * 4 + 7) / 8 * 8),
-        p.row_groups, p.split_ctas, p.stash_tiles};
+    const split_workspace ws{static_cast<unsigned*>(workspace),
+                             reinterpret_cast<partial*>(static_cast<char*>(workspace) +
+                                                        split_partials_offset(p.row_groups)),
+                             p.row_groups, p.split_ctas, p.stash_tiles};
     ROWSOFTMAX_TRY(cudaMemsetAsync(workspace, 0, sizeof(unsigned) * p.row_groups, stream));
     return visit_plan<Op>(p, [&](auto v, auto cfg) {
       if constexpr (kernel_configs[decltype(cfg)::value].algo != algorithm::split) {
