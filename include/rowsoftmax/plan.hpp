@@ -206,9 +206,9 @@ ROWSOFTMAX_HOST_DEVICE constexpr bool split_keeps_last(int tensors,
 /// registers' bound) form `row_groups` groups of `split_ctas` CTAs, a group taking one row at a
 /// time; a CTA keeps the last tile of its share in registers (but see split_keeps_last) and up
 /// to `stash_tiles` more in shared memory (what its part of the SM holds), and reads the rest of
-/// its share twice. The groups minimise rounds x (a CTA's tile transfers a round - loads, stores,
-/// second loads - plus one for the meeting), so rows that fit on chip are read once. `split_ctas` <
-/// 2: the tier does not apply.
+/// its share twice. The groups minimise rounds x (the average CTA's tile transfers a round -
+/// loads, stores, second loads - plus one for the meeting), so rows that fit on chip are read
+/// once. `split_ctas` < 2: the tier does not apply.
 constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t rows,
                                std::int64_t windows, std::size_t elem_size,
                                device_limits const& limits) noexcept {
@@ -224,11 +224,13 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const std::int64_t held = stash + (split_keeps_last(tensors, elem_size) ? 1 : 0);
   const std::int64_t tiles = ceil_div(windows, std::int64_t{c.threads_per_row} * p.vecs_per_thread);
   const std::int64_t most_groups = rows < resident / 2 ? rows : resident / 2;
+  // CTAs a row with g groups: the resident CTAs shared out, none without a tile.
+  auto ctas_of = [&](std::int64_t g) { return resident / g < tiles ? resident / g : tiles; };
   double best_cost = -1;
   std::int64_t best_groups = 1;
   for (std::int64_t g = 1; g <= most_groups; ++g) {
     // Tile transfers of the average CTA a round: shares differ by at most one tile, q or q + 1.
-    const std::int64_t ctas = resident / g < tiles ? resident / g : tiles;
+    const std::int64_t ctas = ctas_of(g);
     const std::int64_t q = tiles / ctas, r = tiles % ctas;
     const std::int64_t again =
         r * (q + 1 > held ? q + 1 - held : 0) + (ctas - r) * (q > held ? q - held : 0);
@@ -239,7 +241,7 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
       best_groups = g;
     }
   }
-  const std::int64_t ctas = resident / best_groups < tiles ? resident / best_groups : tiles;
+  const std::int64_t ctas = ctas_of(best_groups);
   const std::int64_t share = ceil_div(tiles, ctas);
   p.row_groups = static_cast<int>(best_groups);
   p.split_ctas = static_cast<int>(ctas);
