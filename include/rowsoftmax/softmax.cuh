@@ -59,8 +59,7 @@ cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::ar
     return cudaSuccess;
   }
   if (nothing) return cudaSuccess;
-  if (p.workspace_bytes > 0 && (reinterpret_cast<std::uintptr_t>(workspace) % 8 != 0 ||
-                                *workspace_bytes < static_cast<std::size_t>(p.workspace_bytes)))
+  if (!workspace_holds(p, workspace, with_workspace ? *workspace_bytes : 0))
     return cudaErrorInvalidValue;
   return launch<Op>(p, a, workspace, stream);
 }

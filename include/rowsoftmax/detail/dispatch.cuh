@@ -158,6 +158,22 @@ cudaError_t split_fits(plan const& p, int device, bool* fits) {
   return cudaSuccess;
 }
 
+/// Whether the device runs plan `p` as launched: a split plan's CTAs all resident at once, a
+/// cluster plan's cluster size (checks cached per device and kernel). Other plans fit.
+template <class Op>
+cudaError_t plan_fits(plan const& p, int device, bool* fits) {
+  *fits = true;
+  if (p.algo != algorithm::split && p.cluster_size == 1) return cudaSuccess;
+  return visit_plan<Op>(p, [&](auto v, auto c) {
+    constexpr int V = decltype(v)::value, C = decltype(c)::value;
+    if constexpr (kernel_configs[C].algo == algorithm::split) {
+      return split_fits<Op, V, C>(p, device, fits);
+    } else {
+      return cluster_fits<Op, V, C>(p, device, fits);
+    }
+  });
+}
+
 /// Plan for a call on `device` with vector layout `layout`: plan_for, then smaller clusters
 /// while the chosen one does not fit the device. The plan's cluster kernel has been checked.
 template <class Op>
@@ -168,32 +184,25 @@ cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std
   for (;;) {
     const plan p =
         plan_for(dir, rows, cols, sizeof(typename Op::value_type), layout, limits, with_workspace);
-    if (p.algo == algorithm::split) {
-      bool fits = false;
-      ROWSOFTMAX_TRY(visit_plan<Op>(p, [&](auto v, auto c) {
-        return split_fits<Op, decltype(v)::value, decltype(c)::value>(p, device, &fits);
-      }));
-      if (fits) {
-        *out = p;
-        return cudaSuccess;
-      }
-      with_workspace = false;  // stream instead
-      continue;
-    }
-    if (p.cluster_size == 1) {
-      *out = p;
-      return cudaSuccess;
-    }
     bool fits = false;
-    ROWSOFTMAX_TRY(visit_plan<Op>(p, [&](auto v, auto c) {
-      return cluster_fits<Op, decltype(v)::value, decltype(c)::value>(p, device, &fits);
-    }));
+    ROWSOFTMAX_TRY(plan_fits<Op>(p, device, &fits));
     if (fits) {
       *out = p;
       return cudaSuccess;
     }
-    limits.max_cluster_size = p.cluster_size - 1;
+    if (p.algo == algorithm::split) {
+      with_workspace = false;  // stream instead
+    } else {
+      limits.max_cluster_size = p.cluster_size - 1;
+    }
   }
+}
+
+/// Whether `bytes` bytes at `workspace` serve plan `p`: 8-byte aligned and at least
+/// `p.workspace_bytes` (plans without a workspace need nothing).
+inline bool workspace_holds(plan const& p, void const* workspace, std::size_t bytes) {
+  return p.workspace_bytes == 0 || (reinterpret_cast<std::uintptr_t>(workspace) % 8 == 0 &&
+                                    bytes >= static_cast<std::size_t>(p.workspace_bytes));
 }
 
 /// Launches a plan made for `a` (by choose_plan, or checked by `run`), without checks. A
@@ -203,36 +212,24 @@ template <class Op>
 cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
                    cudaStream_t stream) {
   if (p.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
-  if (p.algo == algorithm::split) {
-    const split_workspace ws{static_cast<unsigned*>(workspace),
-                             reinterpret_cast<partial*>(static_cast<char*>(workspace) +
-                                                        split_partials_offset(p.row_groups)),
-                             p.row_groups, p.split_ctas, p.stash_tiles};
+  if (p.algo == algorithm::split)
     ROWSOFTMAX_TRY(cudaMemsetAsync(workspace, 0, sizeof(unsigned) * p.row_groups, stream));
-    return visit_plan<Op>(p, [&](auto v, auto cfg) {
-      if constexpr (kernel_configs[decltype(cfg)::value].algo != algorithm::split) {
-        return cudaErrorInvalidValue;
-      } else {
-        cudaLaunchAttribute attr[1];
-        cudaLaunchConfig_t lc = launch_config(p, stream, attr);
-        lc.dynamicSmemBytes = split_shared_bytes<Op>(p);
-        attr[0].id = cudaLaunchAttributeCooperative;
-        attr[0].val.cooperative = 1;
-        lc.numAttrs = 1;
-        return cudaLaunchKernelEx(&lc, kernel_ptr<Op, decltype(v)::value, decltype(cfg)::value>(),
-                                  a, ws);
-      }
-    });
-  }
-  const int cluster = p.cluster_size;
   return visit_plan<Op>(p, [&](auto v, auto cfg) {
-    if constexpr (kernel_configs[decltype(cfg)::value].algo == algorithm::split) {
-      return cudaErrorInvalidValue;
+    constexpr int V = decltype(v)::value, C = decltype(cfg)::value;
+    cudaLaunchAttribute attr[1];
+    cudaLaunchConfig_t lc = launch_config(p, stream, attr);
+    if constexpr (kernel_configs[C].algo == algorithm::split) {
+      const split_workspace ws{static_cast<unsigned*>(workspace),
+                               reinterpret_cast<partial*>(static_cast<char*>(workspace) +
+                                                          split_partials_offset(p.row_groups)),
+                               p.row_groups, p.split_ctas, p.stash_tiles};
+      lc.dynamicSmemBytes = split_shared_bytes<Op>(p);
+      attr[0].id = cudaLaunchAttributeCooperative;
+      attr[0].val.cooperative = 1;
+      lc.numAttrs = 1;
+      return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, ws);
     } else {
-      cudaLaunchAttribute attr[1];
-      const cudaLaunchConfig_t lc = launch_config(p, stream, attr);
-      return cudaLaunchKernelEx(&lc, kernel_ptr<Op, decltype(v)::value, decltype(cfg)::value>(), a,
-                                cluster);
+      return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size);
     }
   });
 }
@@ -259,27 +256,15 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
     q.stash_tiles = p.stash_tiles;
     q.grid_ctas = std::int64_t{p.row_groups} * p.split_ctas;
     q.workspace_bytes = split_workspace_bytes(q.row_groups, q.split_ctas);
-    if (workspace == nullptr || reinterpret_cast<std::uintptr_t>(workspace) % 8 != 0 ||
-        static_cast<std::int64_t>(workspace_bytes) < q.workspace_bytes)
+    if (workspace == nullptr || !workspace_holds(q, workspace, workspace_bytes))
       return cudaErrorInvalidValue;
-    int device = 0;
-    ROWSOFTMAX_TRY(cudaGetDevice(&device));
-    bool fits = false;
-    ROWSOFTMAX_TRY(visit_plan<Op>(q, [&](auto v, auto cfg) {
-      return split_fits<Op, decltype(v)::value, decltype(cfg)::value>(q, device, &fits);
-    }));
-    if (!fits) return cudaErrorInvalidConfiguration;
   }
   if (!plan_holds(q)) return cudaErrorInvalidValue;
-  if (q.cluster_size > 1) {
-    int device = 0;
-    ROWSOFTMAX_TRY(cudaGetDevice(&device));
-    bool fits = false;
-    ROWSOFTMAX_TRY(visit_plan<Op>(q, [&](auto v, auto cfg) {
-      return cluster_fits<Op, decltype(v)::value, decltype(cfg)::value>(q, device, &fits);
-    }));
-    if (!fits) return cudaErrorInvalidConfiguration;
-  }
+  int device = 0;
+  ROWSOFTMAX_TRY(cudaGetDevice(&device));
+  bool fits = false;
+  ROWSOFTMAX_TRY(plan_fits<Op>(q, device, &fits));
+  if (!fits) return cudaErrorInvalidConfiguration;
   return launch<Op>(q, a, workspace, stream);
 }
 
