@@ -65,18 +65,24 @@ std::vector<std::int64_t> plan_thresholds(row_layout layout) {
   if (cudaGetDevice(&device) != cudaSuccess || query_device_limits(device, &limits) != cudaSuccess)
     return {};
   std::vector<std::int64_t> out;
-  auto key = [](plan const& p) {
-    return std::tuple(p.config, p.cluster_size, p.cluster_size > 1 ? 0 : p.threads_per_row);
+  auto key = [&](direction dir, std::int64_t cols) {
+    const plan p = plan_for<T>(dir, 3, cols, layout, limits);
+    return std::tuple(p.config, p.cluster_size, p.cluster_size > 1 ? 0 : p.threads_per_row,
+                      p.stash_tiles);
   };
-  auto previous = key(plan_for<T>(direction::forward, 3, 1, layout, limits));
-  for (std::int64_t cols = 2; cols <= (std::int64_t{1} << 20); ++cols) {
-    const auto k = key(plan_for<T>(direction::forward, 3, cols, layout, limits));
-    if (k != previous) {
-      out.push_back(cols - 1);
-      out.push_back(cols);
+  for (direction dir : {direction::forward, direction::backward}) {
+    auto previous = key(dir, 1);
+    for (std::int64_t cols = 2; cols <= (std::int64_t{1} << 20); ++cols) {
+      const auto k = key(dir, cols);
+      if (k != previous) {
+        out.push_back(cols - 1);
+        out.push_back(cols);
+      }
+      previous = k;
     }
-    previous = k;
   }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
@@ -197,6 +203,9 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
           plan p = detail::make_plan(c, layout, s.rows, windows, sizeof(T), int(n));
           // Split: 2 rows in flight of 3 CTAs (3 rounds, both parities), n == 16 also keeping a
           // tile in shared memory: tiles from the stash, from registers and read again.
+          // Streaming: one tile kept in shared memory (besides the last in registers), so a
+          // CTA of several tiles takes them from the stash, from registers and read again.
+          if (k.algo == algorithm::streaming) p.stash_tiles = 1;
           if (k.algo == algorithm::split) {
             p.row_groups = 2;
             p.split_ctas = 3;

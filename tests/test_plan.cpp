@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -147,13 +148,17 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 151936).cluster_size, 10);
     EXPECT_EQ(fwd(elem, 8192 * n).algo, algorithm::cluster);
     EXPECT_EQ(fwd(elem, 8192 * n).cluster_size, 16);
+    // Then streaming in tiles of 256 threads x 128 bytes, 3 CTAs an SM each keeping 2 tiles in
+    // shared memory (and fp32 the last in registers): 33 tiles over 11 CTAs (fp32, read once) or
+    // 16 (16-bit: 3 tiles for 1 CTA, 2 for the others; one tile read twice).
     EXPECT_EQ(fwd(elem, 8192 * n + 1).algo, algorithm::streaming);
-    EXPECT_EQ(fwd(elem, 8192 * n + 1).cluster_size, 16);
-    // Without size-16 clusters: up to 8, then streaming through clusters of 8.
+    EXPECT_EQ(fwd(elem, 8192 * n + 1).cluster_size, elem == 4 ? 11 : 16);
+    EXPECT_EQ(fwd(elem, 8192 * n + 1).stash_tiles, 2);
+    // Without size-16 clusters: up to 8, then streaming through clusters of up to 8.
     EXPECT_EQ(fwd(elem, 2048 * n, hopper_portable).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 2048 * n + 1, hopper_portable).cluster_size, 5);  // 256 bytes a thread
     EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).algo, algorithm::streaming);
-    EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).cluster_size, 8);
+    EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).cluster_size, elem == 4 ? 6 : 8);
     // Without clusters (sm_80): one 512-thread CTA up to twice a CTA, then one CTA streams.
     EXPECT_EQ(fwd(elem, 512 * n, a100).algo, algorithm::registers);
     EXPECT_EQ(fwd(elem, 512 * n, a100).threads_per_cta, 512);
@@ -175,12 +180,14 @@ TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
   const auto p = [](std::int64_t cols) {
     return rs::plan_for(rs::direction::forward, 3, cols, 2, {1, false}, h200);
   };
-  // Scalar slots: 32 elements per thread, up to 256 threads.
+  // Scalar slots: 32 elements per thread, up to 256 threads; beyond, tiles of 8192 elements,
+  // 2 a CTA in shared memory (16-bit forward keeps none in registers).
   EXPECT_EQ(p(8192).algo, algorithm::registers);
   EXPECT_EQ(p(8193).algo, algorithm::streaming);
-  EXPECT_EQ(p(8193).cluster_size, 2);        // two tiles
-  EXPECT_EQ(p(8192 * 9).cluster_size, 9);    // nine tiles
-  EXPECT_EQ(p(8192 * 17).cluster_size, 16);  // seventeen tiles
+  EXPECT_EQ(p(8193).cluster_size, 1);  // two tiles, one CTA
+  EXPECT_EQ(p(8193).stash_tiles, 2);
+  EXPECT_EQ(p(8192 * 9).cluster_size, 5);    // nine tiles
+  EXPECT_EQ(p(8192 * 33).cluster_size, 16);  // thirty-three tiles
   const auto a = rs::plan_for(rs::direction::forward, 3, 8193, 2, {1, false}, a100);
   EXPECT_EQ(a.cluster_size, 1);
 }
@@ -208,7 +215,8 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
         }
         continue;
       }
-      // Register rows: the same plan with or without a workspace, and no workspace needed.
+      // Rows held on chip without a workspace (register tiers, streaming read once): the same
+      // plan with or without a workspace, and no workspace needed.
       for (std::int64_t cols : {std::int64_t{1000}, std::int64_t{50257}, longest}) {
         const auto a = rs::plan_for(dir, 9, cols, elem, {vec, false}, h200);
         const auto b = rs::plan_for(dir, 9, cols, elem, {vec, false}, h200, true);
@@ -225,8 +233,15 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
           const auto p = rs::plan_for(dir, rows, cols, elem, {vec, false}, h200, true);
           SCOPED_TRACE("cols=" + std::to_string(cols) + " rows=" + std::to_string(rows) + " " +
                        rs::to_string(p));
-          EXPECT_EQ(rs::plan_for(dir, rows, cols, elem, {vec, false}, h200).algo,
-                    algorithm::streaming);
+          const auto s = rs::plan_for(dir, rows, cols, elem, {vec, false}, h200);
+          EXPECT_EQ(s.algo, algorithm::streaming);
+          if (rs::detail::reads_once(s, dir, elem)) {
+            EXPECT_EQ(p.config, s.config);
+            EXPECT_EQ(p.cluster_size, s.cluster_size);
+            EXPECT_EQ(p.workspace_bytes, 0);
+            EXPECT_LT(cols, std::int64_t{1} << 20);
+            continue;
+          }
           ASSERT_EQ(p.algo, algorithm::split);
           EXPECT_TRUE(rs::detail::plan_holds(p));
           EXPECT_GE(p.row_groups, 1);
@@ -242,7 +257,7 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
           // and the stashes of the CTAs an SM runs fit its shared memory.
           const std::int64_t share = (tiles + p.split_ctas - 1) / p.split_ctas;
           EXPECT_GE(p.stash_tiles, 0);
-          const int in_registers = rs::detail::split_keeps_last(tensors, elem) ? 1 : 0;
+          const int in_registers = rs::detail::keeps_last_tile(tensors, elem) ? 1 : 0;
           EXPECT_LE(p.stash_tiles, share - in_registers);
           const std::int64_t per_cta =
               p.stash_tiles *
@@ -261,15 +276,65 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
         const auto p =
             rs::plan_for(dir, (std::int64_t{1} << 27) / cols, cols, elem, {vec, false}, h200, true);
         SCOPED_TRACE(rs::to_string(p));
+        ASSERT_EQ(p.algo, algorithm::split);
         const std::int64_t tiles =
             (p.windows + 256 * p.vecs_per_thread - 1) / (256 * std::int64_t{p.vecs_per_thread});
         EXPECT_LE((tiles + p.split_ctas - 1) / p.split_ctas,
                   p.stash_tiles +
-                      (rs::detail::split_keeps_last(rs::detail::tensors_of(dir), elem) ? 1 : 0));
+                      (rs::detail::keeps_last_tile(rs::detail::tensors_of(dir), elem) ? 1 : 0));
       }
       // The scalar fallback splits too; devices without clusters as well.
       EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {1, false}, h200, true).algo, algorithm::split);
       EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {vec, false}, a100, true).algo,
                 algorithm::split);
     }
+}
+
+TEST(Plan, StreamingKeepsWhatFitsOnChip) {
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
+    for (auto dir : {rs::direction::forward, rs::direction::backward})
+      for (int vec : {static_cast<int>(16 / elem), 1})
+        for (auto const& d : {h200, hopper_portable, a100}) {
+          const int tensors = rs::detail::tensors_of(dir);
+          const int in_registers = rs::detail::keeps_last_tile(tensors, elem) ? 1 : 0;
+          auto const& k = kernel_configs[rs::detail::streaming_cluster_config];
+          const int per_sm = rs::detail::ctas_per_sm(k, tensors);
+          for (std::int64_t cols = 1000; cols <= (std::int64_t{1} << 24); cols = cols * 5 / 4) {
+            const auto p = rs::plan_for(dir, 3, cols, elem, {vec, false}, d);
+            if (p.algo != algorithm::streaming) continue;
+            SCOPED_TRACE("cols=" + std::to_string(cols) + " elem=" + std::to_string(elem) +
+                         " vec=" + std::to_string(vec) + " " + rs::to_string(p));
+            const std::int64_t tiles = (p.windows + 256 * p.vecs_per_thread - 1) /
+                                       (256 * std::int64_t{p.vecs_per_thread});
+            const std::int64_t share = (tiles + p.cluster_size - 1) / p.cluster_size;
+            // No tile kept that a CTA does not have; the stashes of the CTAs an SM runs fit it.
+            EXPECT_GE(p.stash_tiles, 0);
+            EXPECT_LE(p.stash_tiles, std::max<std::int64_t>(0, share - in_registers));
+            const std::int64_t per_cta =
+                p.stash_tiles * rs::detail::stash_tile_bytes(k, tensors) + 2048;
+            EXPECT_LE(per_cta * per_sm, d.shared_bytes_per_sm);
+            EXPECT_LE(per_cta, d.shared_bytes_per_cta);
+            const int most = d.compute_capability >= 90 ? d.max_cluster_size : 1;
+            if (rs::detail::reads_once(p, dir, elem)) {
+              // The fewest CTAs that keep the row on chip.
+              if (p.cluster_size > 1) {
+                EXPECT_GT((tiles + p.cluster_size - 2) / (p.cluster_size - 1),
+                          p.stash_tiles + in_registers);
+              }
+            } else {
+              // Too long for that: as many CTAs as allowed, each stash full.
+              EXPECT_EQ(p.cluster_size, std::min<std::int64_t>(most, tiles));
+              EXPECT_EQ(p.stash_tiles, rs::detail::stash_capacity(k, tensors, d));
+            }
+          }
+        }
+  // fp32 backward rows of 131073..262144 columns: read once at two CTAs an SM (one tile in
+  // registers, one in shared memory), instead of one CTA an SM at 256 bytes a thread.
+  for (std::int64_t cols : {131073, 151936, 262144}) {
+    const auto p = rs::plan_for(rs::direction::backward, 883, cols, 4, {4, false}, h200);
+    SCOPED_TRACE(rs::to_string(p));
+    EXPECT_EQ(p.algo, algorithm::streaming);
+    EXPECT_EQ(p.stash_tiles, 1);
+    EXPECT_TRUE(rs::detail::reads_once(p, rs::direction::backward, 4));
+  }
 }

@@ -23,7 +23,10 @@ enum class direction : std::uint8_t { forward, backward };
 enum class algorithm : std::uint8_t {
   registers,  ///< one CTA holds one or more whole rows in registers; x is read once
   cluster,    ///< a thread-block cluster (sm_90+) holds one row in registers; x is read once
-  streaming,  ///< a CTA or cluster streams the row twice (stats, then normalize); x is read twice
+  streaming,  ///< a CTA or cluster passes over the row in tiles twice (stats, then normalize),
+              ///< each CTA keeping its last tile in registers and up to `stash_tiles` more in
+              ///< shared memory; x is read once where the CTAs hold the row, else the overflow
+              ///< twice
   split,      ///< many CTAs share a row through a workspace, each keeping its share on chip
               ///< (registers and shared memory) where the CTAs the device runs at once hold
               ///< it; x is read once, or the overflow twice (launchers given a workspace)
@@ -35,7 +38,7 @@ struct device_limits {
   int sm_count = 132;                 ///< streaming multiprocessors
   int compute_capability = 90;        ///< major * 10 + minor
   int max_cluster_size = 16;          ///< largest cluster the launcher may use; 1 disables clusters
-  int shared_bytes_per_sm = 233472;   ///< shared memory of an SM (the split tier's stash)
+  int shared_bytes_per_sm = 233472;   ///< shared memory of an SM (the stashes)
   int shared_bytes_per_cta = 232448;  ///< the most one CTA may ask for (opt-in)
 };
 
@@ -62,7 +65,8 @@ struct plan {
   std::int64_t grid_ctas = 0;  ///< CTAs launched for `rows` rows
   int split_ctas = 0;          ///< split: CTAs that share one row
   int row_groups = 0;          ///< split: rows in flight at once (grid = row_groups * split_ctas)
-  int stash_tiles = 0;         ///< split: tiles a CTA keeps in shared memory between the passes
+  int stash_tiles = 0;         ///< streaming, split: tiles a CTA keeps in shared memory
+                               ///< between the passes
   std::int64_t workspace_bytes = 0;  ///< bytes of workspace the plan needs (split only)
 };
 
@@ -188,23 +192,56 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
   return p;
 }
 
-/// Shared memory one tile of a split CTA takes in its stash: the thread's fragment (the row
+/// Shared memory one tile of a streaming or split CTA takes in its stash: the thread's fragment (the row
 /// data of every input tensor plus at most 16 bytes, kernels.cuh checks) for every thread.
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_tile_bytes(kernel_config const& c,
                                                                int tensors) noexcept {
   return std::int64_t{c.bytes * tensors + 16} * c.threads_per_cta;
 }
 
-/// Whether a split CTA keeps the last tile of its share in registers between the passes: all
-/// but 16-bit forward, whose fold takes the registers (keeping it there spilled).
-ROWSOFTMAX_HOST_DEVICE constexpr bool split_keeps_last(int tensors,
-                                                       std::size_t elem_size) noexcept {
+/// Whether a streaming or split CTA keeps the last tile of its share in registers between the
+/// passes: all but 16-bit forward, whose fold takes the registers (keeping it there spilled).
+ROWSOFTMAX_HOST_DEVICE constexpr bool keeps_last_tile(int tensors, std::size_t elem_size) noexcept {
   return tensors == 2 || elem_size == 4;
+}
+
+/// Tiles a CTA of configuration `c` keeps in shared memory at the occupancy its registers allow
+/// (ctas_per_sm): its part of the SM's shared memory, less 1 KB reserved by the system and 1 KB
+/// for the exchange and the static variables, within what one CTA may ask for.
+constexpr int stash_capacity(kernel_config const& c, int tensors,
+                             device_limits const& limits) noexcept {
+  std::int64_t budget = limits.shared_bytes_per_sm / ctas_per_sm(c, tensors) - 2048;
+  if (budget > limits.shared_bytes_per_cta - 2048) budget = limits.shared_bytes_per_cta - 2048;
+  return budget > 0 ? static_cast<int>(budget / stash_tile_bytes(c, tensors)) : 0;
+}
+
+/// The streaming plan for rows of `windows` windows: the fewest CTAs (up to `max_cluster`, a
+/// cluster where more than one) whose shares of the row's tiles fit their registers and stashes,
+/// so the row is read once; rows longer than that take `max_cluster` CTAs (none without a tile)
+/// and read what their stashes do not hold twice.
+constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_t rows,
+                                   std::int64_t windows, std::size_t elem_size,
+                                   device_limits const& limits, int max_cluster) noexcept {
+  kernel_config const& c = kernel_configs[streaming_cluster_config];
+  const int tensors = tensors_of(dir);
+  const int stash = stash_capacity(c, tensors, limits);
+  const int in_registers = keeps_last_tile(tensors, elem_size) ? 1 : 0;
+  const std::int64_t tiles = ceil_div(windows, window_capacity(c, layout.vec, elem_size, 1));
+  std::int64_t n = ceil_div(tiles, stash + in_registers > 0 ? stash + in_registers : 1);
+  if (n > max_cluster) n = max_cluster;
+  if (n > tiles) n = tiles;
+  if (n < 1) n = 1;
+  plan p = n < 2 ? make_plan(streaming_config, layout, rows, windows, elem_size)
+                 : make_plan(streaming_cluster_config, layout, rows, windows, elem_size,
+                             static_cast<int>(n));
+  const std::int64_t stashed = ceil_div(tiles, n) - in_registers;  // the tiles not in registers
+  p.stash_tiles = static_cast<int>(stashed < stash ? (stashed > 0 ? stashed : 0) : stash);
+  return p;
 }
 
 /// The split plan for rows of `windows` windows. The CTAs the device runs at once (its
 /// registers' bound) form `row_groups` groups of `split_ctas` CTAs, a group taking one row at a
-/// time; a CTA keeps the last tile of its share in registers (but see split_keeps_last) and up
+/// time; a CTA keeps the last tile of its share in registers (but see keeps_last_tile) and up
 /// to `stash_tiles` more in shared memory (what its part of the SM holds), and reads the rest of
 /// its share twice. The groups minimise rounds x (the average CTA's tile transfers a round -
 /// loads, stores, second loads - plus one for the meeting), so rows that fit on chip are read
@@ -215,13 +252,9 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   kernel_config const& c = kernel_configs[split_config];
   plan p = make_plan(split_config, layout, rows, windows, elem_size);
   const int tensors = tensors_of(dir);
-  const int per_sm = ctas_per_sm(c, tensors);
-  const std::int64_t resident = std::int64_t{limits.sm_count} * per_sm;
-  // 1 KB a CTA reserved by the system, 1 KB for the exchange and the static variables.
-  std::int64_t budget = limits.shared_bytes_per_sm / per_sm - 2048;
-  if (budget > limits.shared_bytes_per_cta - 2048) budget = limits.shared_bytes_per_cta - 2048;
-  const std::int64_t stash = budget > 0 ? budget / stash_tile_bytes(c, tensors) : 0;
-  const std::int64_t held = stash + (split_keeps_last(tensors, elem_size) ? 1 : 0);
+  const std::int64_t resident = std::int64_t{limits.sm_count} * ctas_per_sm(c, tensors);
+  const std::int64_t stash = stash_capacity(c, tensors, limits);
+  const std::int64_t held = stash + (keeps_last_tile(tensors, elem_size) ? 1 : 0);
   const std::int64_t tiles = ceil_div(windows, std::int64_t{c.threads_per_row} * p.vecs_per_thread);
   const std::int64_t most_groups = rows < resident / 2 ? rows : resident / 2;
   // CTAs a row with g groups: the resident CTAs shared out, none without a tile.
@@ -252,6 +285,14 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   return p;
 }
 
+/// Whether a streaming plan keeps every CTA's share of the row on chip (its last tile in
+/// registers where keeps_last_tile, the others in its stash), so the row is read once.
+constexpr bool reads_once(plan const& p, direction dir, std::size_t elem_size) noexcept {
+  const std::int64_t tiles = ceil_div(p.windows, std::int64_t{p.threads_per_row} * p.vecs_per_thread);
+  return ceil_div(tiles, p.cluster_size) <=
+         p.stash_tiles + (keeps_last_tile(tensors_of(dir), elem_size) ? 1 : 0);
+}
+
 /// Whether plan `p` can run its rows: a known configuration, a cluster within 16, and (but for
 /// streaming and split) the row within its threads' slots.
 constexpr bool plan_holds(plan const& p) noexcept {
@@ -261,8 +302,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
   if (c.algo == algorithm::split)
     return p.split_ctas >= 1 && p.row_groups >= 1 && p.stash_tiles >= 0 &&
            p.grid_ctas == std::int64_t{p.split_ctas} * p.row_groups;
-  return c.algo == algorithm::streaming ||
-         std::int64_t{p.threads_per_row} * p.vecs_per_thread * p.cluster_size >= p.windows;
+  if (c.algo == algorithm::streaming) return p.stash_tiles >= 0;
+  return std::int64_t{p.threads_per_row} * p.vecs_per_thread * p.cluster_size >= p.windows;
 }
 
 }  // namespace detail
@@ -273,13 +314,14 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
 /// that holds them (sub-warp rows share a warp); longer rows the fewest CTAs of a cluster (up
 /// to `limits.max_cluster_size`) that hold them, first at 128 bytes a thread (CTAs of 256
-/// threads, or of 128 where they leave fewer slots idle), then at 256;
-/// without clusters, one 512-thread CTA. Longer rows stream through a cluster (or one CTA)
-/// twice, or, `with_workspace` (the launchers given a workspace), but for 16-bit forward, are
-/// split over many CTAs (see `algorithm::split`). The scalar fallback (`layout.vec == 1`, 32
-/// elements a thread of any type) has the one-CTA configurations and streams beyond. Forward and
-/// backward share the thresholds (both hold 128 bytes a tensor a thread); the split tier sizes its
-/// groups by the direction's tensors.
+/// threads, or of 128 where they leave fewer slots idle), then, forward only, at 256;
+/// without clusters, one 512-thread CTA. Longer rows stream in tiles through the fewest CTAs of
+/// a cluster (or one CTA) that keep the row on chip (registers and a shared-memory stash), or
+/// through as many as allowed, reading the overflow twice; `with_workspace` (the launchers given
+/// a workspace), but for 16-bit forward, they are split over many CTAs instead (see
+/// `algorithm::split`). The scalar fallback (`layout.vec == 1`, 32 elements a thread of any
+/// type) has the one-CTA configurations and streams beyond. Streaming and split size their
+/// stashes and groups by the direction's tensors.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits,
@@ -308,22 +350,26 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
       const int config = narrow ? narrow_cluster_config : cluster_config;
       return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(ctas(config)));
     }
-    if (max_cluster >= 2 && windows <= capacity(wide_cluster_config, max_cluster))
+    // Forward only: backward's two tensors at 256 bytes a thread leave one CTA an SM (fp32
+    // backward at 151936 columns ran at 60% of copy; README, "Tuning notes"), and streaming
+    // keeps such rows on chip at two CTAs an SM.
+    if (max_cluster >= 2 && dir == direction::forward &&
+        windows <= capacity(wide_cluster_config, max_cluster))
       return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
                        static_cast<int>(ctas(wide_cluster_config)));
   }
-  // Rows longer than any register tier: with a workspace, split over many CTAs when that gives
-  // a row at least two; else streaming through a cluster as large as allowed, but none larger
-  // than the row has tiles. 16-bit forward streams even with a workspace: split it ran at 47-53%
-  // of copy on the H200 against streaming's 47-68% (2^20..2^24 columns; README, "Tuning notes").
-  if (with_workspace && (dir == direction::backward || elem_size == 4)) {
+  // Longer rows stream, read once where the CTAs of a cluster hold the row in registers and
+  // shared memory. Longer still, with a workspace, they are split over many CTAs when that gives
+  // a row at least two. 16-bit forward streams even then: split it ran at 47-53% of copy on the
+  // H200 against streaming's 47-68% (2^20..2^24 columns; README, "Tuning notes").
+  const plan streaming = make_streaming_plan(dir, layout, rows, windows, elem_size, limits,
+                                             max_cluster);
+  if (with_workspace && !reads_once(streaming, dir, elem_size) &&
+      (dir == direction::backward || elem_size == 4)) {
     const plan p = make_split_plan(dir, layout, rows, windows, elem_size, limits);
     if (p.split_ctas >= 2) return p;
   }
-  const std::int64_t tiles = ceil_div(windows, capacity(streaming_config, 1));
-  const std::int64_t n = tiles < max_cluster ? tiles : max_cluster;
-  if (n < 2) return make_plan(streaming_config, layout, rows, windows, elem_size);
-  return make_plan(streaming_cluster_config, layout, rows, windows, elem_size, static_cast<int>(n));
+  return streaming;
 }
 
 /// `plan_for` with the element size taken from `T` (float, __half or __nv_bfloat16).

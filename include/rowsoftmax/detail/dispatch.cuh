@@ -79,103 +79,125 @@ inline cudaLaunchConfig_t launch_config(plan const& p, cudaStream_t stream,
   return cfg;
 }
 
-/// Whether the kernel can run clusters of `p.cluster_size` CTAs on `device`: sets the
-/// non-portable size attribute and asks cudaOccupancyMaxActiveClusters, once per device, kernel
-/// and cluster size.
+/// Dynamic shared memory of a plan's CTAs: the stash of a streaming or split plan.
+template <class Op>
+constexpr std::size_t stash_bytes(plan const& p) {
+  return static_cast<std::size_t>(p.stash_tiles *
+                                  stash_tile_bytes(kernel_configs[p.config], Op::tensors));
+}
+
+inline constexpr int max_cached_devices = 64;
+inline constexpr int max_cached_stash = 8;
+
+/// Once per device and kernel: allows a clustered kernel clusters of up to 16 CTAs and a
+/// streaming or split kernel all the dynamic shared memory a CTA may have (the opt-in less its
+/// static shared memory).
+template <class Op, int V, int Config>
+cudaError_t prepare_kernel(int device) {
+  static std::atomic<bool> done[max_cached_devices];
+  const bool cached = device >= 0 && device < max_cached_devices;
+  if (cached && done[device].load(std::memory_order_relaxed)) return cudaSuccess;
+  auto kernel = kernel_ptr<Op, V, Config>();
+  if constexpr (kernel_configs[Config].clustered)
+    ROWSOFTMAX_TRY(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  if constexpr (kernel_configs[Config].algo == algorithm::streaming ||
+                kernel_configs[Config].algo == algorithm::split) {
+    int optin = 0;
+    cudaFuncAttributes fa{};
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    ROWSOFTMAX_TRY(cudaFuncGetAttributes(&fa, kernel));
+    ROWSOFTMAX_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        optin - static_cast<int>(fa.sharedSizeBytes)));
+  }
+  if (cached) done[device].store(true, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+/// Whether the kernel runs clusters of `p.cluster_size` CTAs with `p`'s stash on `device`
+/// (cudaOccupancyMaxActiveClusters), asked once per device, kernel, stash and cluster size.
 template <class Op, int V, int Config>
 cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
-  constexpr int max_cached = 64;
   // 0 unknown, 1 fits, 2 does not fit
-  static std::atomic<std::uint8_t> state[max_cached][max_cluster_size + 1];
+  static std::atomic<std::uint8_t> state[max_cached_devices][max_cached_stash]
+                                        [max_cluster_size + 1];
   const int n = p.cluster_size;
   if (n < 1 || n > max_cluster_size) {
     *fits = false;
     return cudaSuccess;
   }
-  const bool cached = device >= 0 && device < max_cached;
+  const bool cached =
+      device >= 0 && device < max_cached_devices && p.stash_tiles < max_cached_stash;
   if (cached) {
-    const int s = state[device][n].load(std::memory_order_relaxed);
+    const int s = state[device][p.stash_tiles][n].load(std::memory_order_relaxed);
     if (s != 0) {
       *fits = s == 1;
       return cudaSuccess;
     }
   }
-  auto kernel = kernel_ptr<Op, V, Config>();
-  ROWSOFTMAX_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  ROWSOFTMAX_TRY((prepare_kernel<Op, V, Config>(device)));
   cudaLaunchAttribute attr[1];
   plan one = p;
   one.grid_ctas = n;
   cudaLaunchConfig_t cfg = launch_config(one, nullptr, attr);
+  cfg.dynamicSmemBytes = stash_bytes<Op>(p);
   int clusters = 0;
-  const cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
+  const cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, kernel_ptr<Op, V, Config>(), &cfg);
   // A size the device rejects outright is "does not fit", not an error of the call.
   if (err != cudaSuccess && err != cudaErrorInvalidClusterSize) return err;
   if (err != cudaSuccess) (void)cudaGetLastError();
   *fits = err == cudaSuccess && clusters > 0;
-  if (cached) state[device][n].store(*fits ? 1 : 2, std::memory_order_relaxed);
+  if (cached) state[device][p.stash_tiles][n].store(*fits ? 1 : 2, std::memory_order_relaxed);
   return cudaSuccess;
 }
 
-/// Dynamic shared memory of a split plan's CTAs: its stash.
-template <class Op>
-constexpr std::size_t split_shared_bytes(plan const& p) {
-  return static_cast<std::size_t>(p.stash_tiles *
-                                  stash_tile_bytes(kernel_configs[split_config], Op::tensors));
-}
-
-/// Whether a split plan's CTAs are all resident at once on `device` (required by its
-/// cooperative launch), given its stash: the kernel's occupancy, asked once per device, kernel
-/// and stash size (the first time also allowing the kernel all the shared memory a CTA may
-/// have).
+/// CTAs of the kernel with `p`'s stash that `device` runs at once (for a split plan: -1 where
+/// the device has no cooperative launch), asked once per device, kernel and stash size.
 template <class Op, int V, int Config>
-cudaError_t split_fits(plan const& p, int device, bool* fits) {
-  constexpr int max_cached = 64, max_stash = 8;
-  static std::atomic<int> resident[max_cached][max_stash];  // CTAs at once; 0 unknown
-  static std::atomic<bool> sized[max_cached];
-  const bool cached = device >= 0 && device < max_cached && p.stash_tiles < max_stash;
+cudaError_t resident_ctas(plan const& p, int device, int* out) {
+  static std::atomic<int> resident[max_cached_devices][max_cached_stash];  // 0 unknown
+  const bool cached =
+      device >= 0 && device < max_cached_devices && p.stash_tiles < max_cached_stash;
   int n = cached ? resident[device][p.stash_tiles].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
-    auto kernel = kernel_ptr<Op, V, Config>();
-    if (!(device >= 0 && device < max_cached && sized[device].load())) {
-      int optin = 0;
-      cudaFuncAttributes fa{};
-      ROWSOFTMAX_TRY(
-          cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-      ROWSOFTMAX_TRY(cudaFuncGetAttributes(&fa, kernel));
-      ROWSOFTMAX_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          optin - static_cast<int>(fa.sharedSizeBytes)));
-      if (device >= 0 && device < max_cached) sized[device].store(true);
-    }
-    int per_sm = 0, sms = 0, cooperative = 0;
-    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+    ROWSOFTMAX_TRY((prepare_kernel<Op, V, Config>(device)));
+    int per_sm = 0, sms = 0, cooperative = 1;
+    if constexpr (kernel_configs[Config].algo == algorithm::split)
+      ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
     ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     ROWSOFTMAX_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, kernel, kernel_configs[Config].threads_per_cta, split_shared_bytes<Op>(p)));
+        &per_sm, kernel_ptr<Op, V, Config>(), kernel_configs[Config].threads_per_cta,
+        stash_bytes<Op>(p)));
     n = cooperative != 0 && per_sm > 0 ? per_sm * sms : -1;
     if (cached) resident[device][p.stash_tiles].store(n, std::memory_order_relaxed);
   }
-  *fits = n > 0 && p.grid_ctas <= n;
+  *out = n;
   return cudaSuccess;
 }
 
-/// Whether the device runs plan `p` as launched: a split plan's CTAs all resident at once, a
-/// cluster plan's cluster size (checks cached per device and kernel). Other plans fit.
+/// Whether the device runs plan `p` as launched: a split plan's CTAs all resident at once (its
+/// cooperative launch), a cluster plan's clusters, a stash within a CTA's shared memory. Plans
+/// without a cluster or a stash fit.
 template <class Op>
 cudaError_t plan_fits(plan const& p, int device, bool* fits) {
   *fits = true;
-  if (p.algo != algorithm::split && p.cluster_size == 1) return cudaSuccess;
+  if (p.algo != algorithm::split && p.cluster_size == 1 && p.stash_tiles == 0) return cudaSuccess;
   return visit_plan<Op>(p, [&](auto v, auto c) {
     constexpr int V = decltype(v)::value, C = decltype(c)::value;
-    if constexpr (kernel_configs[C].algo == algorithm::split) {
-      return split_fits<Op, V, C>(p, device, fits);
-    } else {
+    if constexpr (kernel_configs[C].clustered) {
       return cluster_fits<Op, V, C>(p, device, fits);
+    } else {
+      int n = 0;
+      ROWSOFTMAX_TRY((resident_ctas<Op, V, C>(p, device, &n)));
+      *fits = n > 0 && (kernel_configs[C].algo != algorithm::split || p.grid_ctas <= n);
+      return cudaSuccess;
     }
   });
 }
 
-/// Plan for a call on `device` with vector layout `layout`: plan_for, then smaller clusters
-/// while the chosen one does not fit the device. The plan's cluster kernel has been checked.
+/// Plan for a call on `device` with vector layout `layout`: plan_for, then, while the chosen
+/// plan does not fit the device (plan_fits), streaming instead of split, no stash, smaller
+/// clusters. The plan's kernel has been prepared and checked.
 template <class Op>
 cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std::int64_t cols,
                         int device, bool with_workspace, plan* out) {
@@ -192,8 +214,12 @@ cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std
     }
     if (p.algo == algorithm::split) {
       with_workspace = false;  // stream instead
-    } else {
+    } else if (p.stash_tiles > 0) {
+      limits.shared_bytes_per_sm = 0;  // stream without a stash
+    } else if (p.cluster_size > 1) {
       limits.max_cluster_size = p.cluster_size - 1;
+    } else {
+      return cudaErrorInvalidConfiguration;  // not reached: such plans fit
     }
   }
 }
@@ -223,11 +249,14 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
                                reinterpret_cast<partial*>(static_cast<char*>(workspace) +
                                                           split_partials_offset(p.row_groups)),
                                p.row_groups, p.split_ctas, p.stash_tiles};
-      lc.dynamicSmemBytes = split_shared_bytes<Op>(p);
+      lc.dynamicSmemBytes = stash_bytes<Op>(p);
       attr[0].id = cudaLaunchAttributeCooperative;
       attr[0].val.cooperative = 1;
       lc.numAttrs = 1;
       return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, ws);
+    } else if constexpr (kernel_configs[C].algo == algorithm::streaming) {
+      lc.dynamicSmemBytes = stash_bytes<Op>(p);
+      return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size, p.stash_tiles);
     } else {
       return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size);
     }
@@ -237,7 +266,7 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
 /// Launches any configuration `p` names for `a` (tests and benchmarks force plans through
 /// it). Refuses (cudaErrorInvalidValue) a plan that does not match the arguments: a vector
 /// width or alignment the pointers do not allow, or too little capacity; and
-/// (cudaErrorInvalidConfiguration) a cluster the device cannot run.
+/// (cudaErrorInvalidConfiguration) a cluster, stash or split the device cannot run.
 template <class Op, std::size_t N>
 cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const& a,
                 cudaStream_t stream, void* workspace = nullptr, std::size_t workspace_bytes = 0) {
@@ -248,6 +277,10 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
     return cudaErrorInvalidValue;
   const std::int64_t windows = ceil_div(a.cols + (p.vec > 1 && p.shifted ? p.vec - 1 : 0), p.vec);
   plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem, p.cluster_size);
+  if (q.algo == algorithm::streaming) {
+    if (p.stash_tiles < 0) return cudaErrorInvalidValue;
+    q.stash_tiles = p.stash_tiles;
+  }
   if (q.algo == algorithm::split) {
     if (p.row_groups < 1 || p.row_groups > a.rows || p.split_ctas < 1 || p.stash_tiles < 0)
       return cudaErrorInvalidValue;

@@ -3,8 +3,9 @@
 //   resident_kernel  - a row (or several) held in registers: read once, one exchange, store.
 //                      In a clustered configuration the row spans the CTAs of a cluster (sm_90).
 //   streaming_kernel - rows longer than the registers of a cluster: pass 1 streams the CTA's
-//                      share of the row into a partial, one exchange, pass 2 streams it again
-//                      (last tile first, so the most recently read tiles come from L2).
+//                      share of the row in tiles into a partial, keeping what fits on chip
+//                      (the last tile in registers, more in shared memory), one exchange, pass 2
+//                      stores the tiles, reading again those not kept (see tile_share).
 //   split_kernel     - a row's tiles shared by many CTAs that meet through a workspace, each
 //                      CTA keeping its share in registers and shared memory between the passes
 //                      (what does not fit is read again).
@@ -83,53 +84,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   Op::store(a, w, f, total);
 }
 
-template <class Op, int V, int Config>
-ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
-                                         (kernel_shape<Op, V, Config>::min_ctas_per_sm))
-    streaming_kernel(typename Op::args const a, int const cluster_size) {
-  using shape = kernel_shape<Op, V, Config>;
-  using reduce = typename Op::reduce;
-  constexpr int tpr = shape::threads_per_row;
-  static_assert(tpr == shape::threads_per_cta, "one row per CTA");
-  const int cluster = shape::config.clustered ? cluster_size : 1;
-  __shared__ typename shape::exchange::storage smem;
-  shape::exchange::begin(smem, shape::warps_per_row, cluster);
-
-  const int cta_rank = shape::config.clustered ? static_cast<int>(blockIdx.x % cluster) : 0;
-  row_window w = Op::template window<V>(a, std::int64_t{blockIdx.x / cluster}, 0, tpr);
-  constexpr std::int64_t tile = std::int64_t{tpr} * shape::slots;  // windows per tile
-  const std::int64_t tiles = ceil_div(ceil_div(w.cols + w.shift, V), tile);
-  // CTA r streams tiles [t0, t1): shares differ by at most one tile.
-  const std::int64_t t0 = tiles * cta_rank / cluster;
-  const std::int64_t t1 = tiles * (cta_rank + 1) / cluster;
-
-  typename shape::fragment f;
-  partial acc = reduce::identity();
-  for (std::int64_t t = t0; t < t1; ++t) {
-    w.first = t * tile + threadIdx.x;
-    Op::load(a, w, f);
-    acc = reduce::combine(acc, Op::fold(f));
-  }
-  const partial total = shape::exchange::allreduce(acc, smem, shape::warps_per_row, cluster);
-  for (std::int64_t t = t1 - 1; t >= t0; --t) {
-    w.first = t * tile + threadIdx.x;
-    Op::load(a, w, f);
-    Op::fold(f);
-    Op::store(a, w, f, total);
-  }
-}
-
-/// Where the CTAs of a split launch meet: per row group, an arrival counter (zero before the
-/// launch) and two alternating sets of partials, one per CTA of the group.
-struct split_workspace {
-  unsigned* counters;
-  partial* partials;
-  int row_groups;
-  int split_ctas;
-  int stash_tiles;  ///< tiles a CTA keeps in its dynamic shared memory
-};
-
-/// A thread's fragment in a split CTA's stash: 16-byte words, word q of thread i of tile k at
+/// A thread's fragment in a streaming or split CTA's stash: 16-byte words, word q of thread i of tile k at
 /// [(k * quads + q) * threads + i] (consecutive threads, consecutive words: no bank conflicts).
 template <class Fragment, int Threads, int StrideBytes>
 struct stash {
@@ -161,48 +116,121 @@ struct stash {
   }
 };
 
+/// A CTA's share of a row, tiles [t0, t1) of `tile` windows, in the two passes of the streaming
+/// and split kernels. `load` reads each tile into `f` and folds it into the CTA's partial,
+/// keeping the first `stash_tiles` in shared memory and the last in registers (see
+/// keeps_last_tile); `store`, given the row's total, writes them last first: the last from
+/// registers, the stashed ones from shared memory, the others read again (the most recently read
+/// first, so that they come from L2).
+template <class Op, int V, int Config>
+struct tile_share {
+  using shape = kernel_shape<Op, V, Config>;
+  using reduce = typename Op::reduce;
+  using fragment = typename shape::fragment;
+  static constexpr int tpr = shape::threads_per_row;
+  static_assert(tpr == shape::threads_per_cta, "one row per CTA");
+  static constexpr std::int64_t tile = std::int64_t{tpr} * shape::slots;  // windows per tile
+  using kept = stash<fragment, tpr, static_cast<int>(stash_tile_bytes(shape::config, Op::tensors) / tpr)>;
+  static constexpr bool keep_last = keeps_last_tile(Op::tensors, sizeof(typename Op::value_type));
+
+  /// Tiles of the row `w` covers.
+  __device__ static std::int64_t tiles(row_window const& w) {
+    return ceil_div(ceil_div(w.cols + w.shift, V), tile);
+  }
+
+  __device__ static partial load(typename Op::args const& a, row_window& w, std::int64_t t0,
+                                 std::int64_t t1, int stash_tiles, fragment& f, uint4* stashed) {
+    partial acc = reduce::identity();
+    for (std::int64_t t = t0; t < t1; ++t) {
+      w.first = t * tile + threadIdx.x;
+      Op::load(a, w, f);
+      if (t - t0 < stash_tiles && !(keep_last && t == t1 - 1))
+        kept::put(stashed, static_cast<int>(t - t0), f);
+      acc = reduce::combine(acc, Op::fold(f));
+    }
+    return acc;
+  }
+
+  __device__ static void store(typename Op::args const& a, row_window& w, std::int64_t t0,
+                               std::int64_t t1, int stash_tiles, fragment& f,
+                               uint4 const* stashed, partial total) {
+    for (std::int64_t t = t1 - 1; t >= t0; --t) {
+      w.first = t * tile + threadIdx.x;
+      if (!keep_last || t < t1 - 1) {  // else the last tile is still in registers, folded
+        if (t - t0 < stash_tiles) {
+          kept::get(stashed, static_cast<int>(t - t0), f);
+        } else {
+          Op::load(a, w, f);
+        }
+        Op::fold(f);
+      }
+      Op::store(a, w, f, total);
+    }
+  }
+};
+
+template <class Op, int V, int Config>
+ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
+                                         (kernel_shape<Op, V, Config>::min_ctas_per_sm))
+    streaming_kernel(typename Op::args const a, int const cluster_size, int const stash_tiles) {
+  using shape = kernel_shape<Op, V, Config>;
+  using share = tile_share<Op, V, Config>;
+  const int cluster = shape::config.clustered ? cluster_size : 1;
+  __shared__ typename shape::exchange::storage smem;
+  extern __shared__ uint4 stashed[];
+  shape::exchange::begin(smem, shape::warps_per_row, cluster);
+
+  const int cta_rank = shape::config.clustered ? static_cast<int>(blockIdx.x % cluster) : 0;
+  row_window w = Op::template window<V>(a, std::int64_t{blockIdx.x / cluster}, 0, share::tpr);
+  const std::int64_t tiles = share::tiles(w);
+  // CTA r streams tiles [t0, t1): shares differ by at most one tile.
+  const std::int64_t t0 = tiles * cta_rank / cluster;
+  const std::int64_t t1 = tiles * (cta_rank + 1) / cluster;
+
+  typename shape::fragment f;
+  const partial acc = share::load(a, w, t0, t1, stash_tiles, f, stashed);
+  const partial total = shape::exchange::allreduce(acc, smem, shape::warps_per_row, cluster);
+  share::store(a, w, t0, t1, stash_tiles, f, stashed, total);
+}
+
+/// Where the CTAs of a split launch meet: per row group, an arrival counter (zero before the
+/// launch) and two alternating sets of partials, one per CTA of the group.
+struct split_workspace {
+  unsigned* counters;
+  partial* partials;
+  int row_groups;
+  int split_ctas;
+  int stash_tiles;  ///< tiles a CTA keeps in its dynamic shared memory
+};
+
 /// Rows split over `split_ctas` CTAs each, `row_groups` rows in flight; all CTAs of the launch
 /// are resident at once (a cooperative launch), so a CTA may wait for the others of its group.
 /// Group g takes rows g, g + row_groups, ...; CTA r of a group reads its share of the row's
-/// tiles into a partial, keeping the first `stash_tiles` in shared memory and the last in
-/// registers (see split_keeps_last), publishes the partial, waits for the group's others, combines
-/// them in the same order as every other CTA, then stores its tiles: the last from registers, those
-/// not kept read again (last first, so that the most recently read come from L2), the kept ones
-/// from shared memory.
+/// tiles into a partial (keeping what fits on chip, see tile_share), publishes the partial, waits
+/// for the group's others, combines them in the same order as every other CTA, then stores its
+/// tiles.
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
     split_kernel(typename Op::args const a, split_workspace const ws) {
   using shape = kernel_shape<Op, V, Config>;
   using reduce = typename Op::reduce;
-  constexpr int tpr = shape::threads_per_row;
-  static_assert(tpr == shape::threads_per_cta, "one row per CTA");
-  using kept = stash<typename shape::fragment, tpr,
-                     static_cast<int>(stash_tile_bytes(shape::config, Op::tensors) / tpr)>;
+  using share = tile_share<Op, V, Config>;
   __shared__ typename shape::exchange::storage smem;
   __shared__ partial total_smem;
   extern __shared__ uint4 stashed[];
-  constexpr bool keep_last = split_keeps_last(Op::tensors, sizeof(typename Op::value_type));
 
   const int group = static_cast<int>(blockIdx.x) / ws.split_ctas;
   const int rank = static_cast<int>(blockIdx.x) % ws.split_ctas;
-  constexpr std::int64_t tile = std::int64_t{tpr} * shape::slots;  // windows per tile
   typename shape::fragment f;
   int iteration = 0;
   for (std::int64_t row = group; row < a.rows; row += ws.row_groups, ++iteration) {
-    row_window w = Op::template window<V>(a, row, 0, tpr);
-    const std::int64_t tiles = ceil_div(ceil_div(w.cols + w.shift, V), tile);
+    row_window w = Op::template window<V>(a, row, 0, share::tpr);
+    const std::int64_t tiles = share::tiles(w);
     const std::int64_t t0 = tiles * rank / ws.split_ctas;
     const std::int64_t t1 = tiles * (rank + 1) / ws.split_ctas;
 
-    partial acc = reduce::identity();
-    for (std::int64_t t = t0; t < t1; ++t) {
-      w.first = t * tile + threadIdx.x;
-      Op::load(a, w, f);
-      if (t - t0 < ws.stash_tiles && !(keep_last && t == t1 - 1))
-        kept::put(stashed, static_cast<int>(t - t0), f);
-      acc = reduce::combine(acc, Op::fold(f));
-    }
+    partial acc = share::load(a, w, t0, t1, ws.stash_tiles, f, stashed);
     acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
 
     // Publish this CTA's partial (release), wait for the group's (acquire), then warp 0 folds
@@ -228,18 +256,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     __syncthreads();
     const partial total = total_smem;
 
-    for (std::int64_t t = t1 - 1; t >= t0; --t) {
-      w.first = t * tile + threadIdx.x;
-      if (!keep_last || t < t1 - 1) {  // else the last tile is still in registers, folded
-        if (t - t0 < ws.stash_tiles) {
-          kept::get(stashed, static_cast<int>(t - t0), f);
-        } else {
-          Op::load(a, w, f);
-        }
-        Op::fold(f);
-      }
-      Op::store(a, w, f, total);
-    }
+    share::store(a, w, t0, t1, ws.stash_tiles, f, stashed, total);
     __syncthreads();  // total_smem and the exchange's slots are rewritten by the next row
   }
 }
