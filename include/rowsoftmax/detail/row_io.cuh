@@ -33,39 +33,20 @@ __device__ inline int head_of(T const* row_start) {
 }
 
 /// Reads N windows (`w.stride` windows apart) of a row into registers; elements outside
-/// [0, cols) read as `fill` and touch no memory. Every whole-vector load is issued first; the
-/// ragged windows (a misaligned head, a tail) are read element-wise after them, by the threads
-/// that have one. Read in the same pass, a 16-bit ragged window's packing waited for its loads
-/// before the thread's later vector loads were issued: one more memory latency for its warp, and
-/// so for its row (bf16 backward at 50257 columns: 70% of copy against 94% at 50264; README,
-/// "Tuning notes").
+/// [0, cols) read as `fill` and touch no memory. All loads are issued before any is used.
 template <class T, int V, int N>
 __device__ inline void load_windows(T const* row, row_window const& w, T fill,
                                     vec_t<T, V> (&out)[N]) {
-  T fills[V];
-#pragma unroll
-  for (int l = 0; l < V; ++l) fills[l] = fill;
-  bool ragged = false;
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
     if (e0 >= 0 && e0 + V <= w.cols) {
       out[k] = *reinterpret_cast<vec_t<T, V> const*>(row + e0);
     } else {
-      out[k] = vec_t<T, V>::of(fills);
-      ragged = ragged || (e0 + V > 0 && e0 < w.cols);
-    }
-  }
-  if (ragged) {
+      T e[V];
 #pragma unroll
-    for (int k = 0; k < N; ++k) {
-      const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
-      if ((e0 < 0 || e0 + V > w.cols) && e0 + V > 0 && e0 < w.cols) {
-        T e[V];
-#pragma unroll
-        for (int l = 0; l < V; ++l) e[l] = (e0 + l >= 0 && e0 + l < w.cols) ? row[e0 + l] : fill;
-        out[k] = vec_t<T, V>::of(e);
-      }
+      for (int l = 0; l < V; ++l) e[l] = (e0 + l >= 0 && e0 + l < w.cols) ? row[e0 + l] : fill;
+      out[k] = vec_t<T, V>::of(e);
     }
   }
 }
