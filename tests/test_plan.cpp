@@ -148,12 +148,11 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 151936).cluster_size, 10);
     EXPECT_EQ(fwd(elem, 8192 * n).algo, algorithm::cluster);
     EXPECT_EQ(fwd(elem, 8192 * n).cluster_size, 16);
-    // Then streaming in tiles of 256 threads x 128 bytes, 3 CTAs an SM each keeping up to 2
-    // tiles in shared memory (and fp32 the last in registers): 33 tiles over 16 CTAs, one of
-    // them with 3 (fp32: read once; 16-bit: one tile read twice).
+    // Then streaming in tiles of 256 threads x 128 bytes, forward without a stash: 33 tiles
+    // over 16 CTAs.
     EXPECT_EQ(fwd(elem, 8192 * n + 1).algo, algorithm::streaming);
     EXPECT_EQ(fwd(elem, 8192 * n + 1).cluster_size, 16);
-    EXPECT_EQ(fwd(elem, 8192 * n + 1).stash_tiles, 2);
+    EXPECT_EQ(fwd(elem, 8192 * n + 1).stash_tiles, 0);
     // Without size-16 clusters: up to 8, then streaming through clusters of up to 8.
     EXPECT_EQ(fwd(elem, 2048 * n, hopper_portable).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 2048 * n + 1, hopper_portable).cluster_size, 5);  // 256 bytes a thread
@@ -181,14 +180,17 @@ TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
     return rs::plan_for(rs::direction::forward, 3, cols, 2, {1, false}, h200);
   };
   // Scalar slots: 32 elements per thread, up to 256 threads; beyond, tiles of 8192 elements,
-  // one a CTA, kept in shared memory (16-bit forward keeps none in registers).
+  // one a CTA (forward keeps no stash).
   EXPECT_EQ(p(8192).algo, algorithm::registers);
   EXPECT_EQ(p(8193).algo, algorithm::streaming);
-  EXPECT_EQ(p(8193).cluster_size, 2);  // two tiles
-  EXPECT_EQ(p(8193).stash_tiles, 1);
+  EXPECT_EQ(p(8193).cluster_size, 2);        // two tiles
   EXPECT_EQ(p(8192 * 9).cluster_size, 9);    // nine tiles
   EXPECT_EQ(p(8192 * 17).cluster_size, 16);  // seventeen tiles
-  EXPECT_EQ(p(8192 * 17).stash_tiles, 2);
+  EXPECT_EQ(p(8192 * 17).stash_tiles, 0);
+  // Backward keeps one tile in shared memory and one in registers: 17 tiles over 9 CTAs.
+  const auto b = rs::plan_for(rs::direction::backward, 3, 8192 * 17, 2, {1, false}, h200);
+  EXPECT_EQ(b.cluster_size, 9);
+  EXPECT_EQ(b.stash_tiles, 1);
   const auto a = rs::plan_for(rs::direction::forward, 3, 8193, 2, {1, false}, a100);
   EXPECT_EQ(a.cluster_size, 1);
 }
@@ -316,7 +318,9 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
             EXPECT_LE(per_cta * per_sm, d.shared_bytes_per_sm);
             EXPECT_LE(per_cta, d.shared_bytes_per_cta);
             const int most = d.compute_capability >= 90 ? d.max_cluster_size : 1;
-            const int capacity = rs::detail::stash_capacity(k, tensors, d);
+            const int capacity = dir == rs::direction::backward
+                                     ? rs::detail::stash_capacity(k, tensors, d)
+                                     : 0;  // forward streams without a stash
             const int quick = std::min(capacity, 1) + in_registers;
             if (share <= quick) {
               // The fewest CTAs that keep the row on chip with at most one stashed tile each.

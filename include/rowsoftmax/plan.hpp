@@ -227,7 +227,9 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
                                    device_limits const& limits, int max_cluster) noexcept {
   kernel_config const& c = kernel_configs[streaming_cluster_config];
   const int tensors = tensors_of(dir);
-  const int stash = stash_capacity(c, tensors, limits);
+  // Backward only: forward rows of 2^20..2^24 columns streamed 2-25 points slower with stashes
+  // (and so less L1 for the tiles read again) than without (README, "Tuning notes").
+  const int stash = dir == direction::backward ? stash_capacity(c, tensors, limits) : 0;
   const int in_registers = keeps_last_tile(tensors, elem_size) ? 1 : 0;
   const int quick = (stash < 1 ? stash : 1) + in_registers;  // tiles of a read-once share
   const std::int64_t tiles = ceil_div(windows, window_capacity(c, layout.vec, elem_size, 1));

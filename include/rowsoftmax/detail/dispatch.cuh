@@ -89,28 +89,36 @@ constexpr std::size_t stash_bytes(plan const& p) {
 inline constexpr int max_cached_devices = 64;
 inline constexpr int max_cached_stash = 8;
 
-/// Once per device and kernel: allows a clustered kernel clusters of up to 16 CTAs and a
-/// streaming or split kernel all the dynamic shared memory a CTA may have (the opt-in less its
-/// static shared memory).
+/// Once per device and kernel: allows a clustered kernel clusters of up to 16 CTAs and, for a
+/// plan with a stash, a streaming or split kernel all the dynamic shared memory a CTA may have
+/// (the opt-in less its static shared memory). A kernel never launched with a stash keeps the
+/// default: with the larger limit, streaming launches without a stash ran up to 25 points of
+/// copy slower on the H200, with less L1 for the tiles they read again (README, "Tuning notes").
 template <class Op, int V, int Config>
-cudaError_t prepare_kernel(int device) {
-  static std::atomic<bool> done[max_cached_devices];
+cudaError_t prepare_kernel(plan const& p, int device) {
+  static std::atomic<bool> clustered[max_cached_devices], sized[max_cached_devices];
   const bool cached = device >= 0 && device < max_cached_devices;
-  if (cached && done[device].load(std::memory_order_relaxed)) return cudaSuccess;
   auto kernel = kernel_ptr<Op, V, Config>();
-  if constexpr (kernel_configs[Config].clustered)
-    ROWSOFTMAX_TRY(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  if constexpr (kernel_configs[Config].clustered) {
+    if (!(cached && clustered[device].load(std::memory_order_relaxed))) {
+      ROWSOFTMAX_TRY(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      if (cached) clustered[device].store(true, std::memory_order_relaxed);
+    }
+  }
   if constexpr (kernel_configs[Config].algo == algorithm::streaming ||
                 kernel_configs[Config].algo == algorithm::split) {
-    int optin = 0;
-    cudaFuncAttributes fa{};
-    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    ROWSOFTMAX_TRY(cudaFuncGetAttributes(&fa, kernel));
-    ROWSOFTMAX_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        optin - static_cast<int>(fa.sharedSizeBytes)));
+    if (p.stash_tiles > 0 && !(cached && sized[device].load(std::memory_order_relaxed))) {
+      int optin = 0;
+      cudaFuncAttributes fa{};
+      ROWSOFTMAX_TRY(
+          cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+      ROWSOFTMAX_TRY(cudaFuncGetAttributes(&fa, kernel));
+      ROWSOFTMAX_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          optin - static_cast<int>(fa.sharedSizeBytes)));
+      if (cached) sized[device].store(true, std::memory_order_relaxed);
+    }
   }
-  if (cached) done[device].store(true, std::memory_order_relaxed);
   return cudaSuccess;
 }
 
@@ -135,7 +143,7 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
       return cudaSuccess;
     }
   }
-  ROWSOFTMAX_TRY((prepare_kernel<Op, V, Config>(device)));
+  ROWSOFTMAX_TRY((prepare_kernel<Op, V, Config>(p, device)));
   cudaLaunchAttribute attr[1];
   plan one = p;
   one.grid_ctas = n;
@@ -160,7 +168,7 @@ cudaError_t resident_ctas(plan const& p, int device, int* out) {
       device >= 0 && device < max_cached_devices && p.stash_tiles < max_cached_stash;
   int n = cached ? resident[device][p.stash_tiles].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
-    ROWSOFTMAX_TRY((prepare_kernel<Op, V, Config>(device)));
+    ROWSOFTMAX_TRY((prepare_kernel<Op, V, Config>(p, device)));
     int per_sm = 0, sms = 0, cooperative = 1;
     if constexpr (kernel_configs[Config].algo == algorithm::split)
       ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
