@@ -307,8 +307,8 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
             if (p.algo != algorithm::streaming) continue;
             SCOPED_TRACE("cols=" + std::to_string(cols) + " elem=" + std::to_string(elem) +
                          " vec=" + std::to_string(vec) + " " + rs::to_string(p));
-            const std::int64_t tiles = (p.windows + 256 * p.vecs_per_thread - 1) /
-                                       (256 * std::int64_t{p.vecs_per_thread});
+            const std::int64_t tiles =
+                (p.windows + 256 * p.vecs_per_thread - 1) / (256 * std::int64_t{p.vecs_per_thread});
             const std::int64_t share = (tiles + p.cluster_size - 1) / p.cluster_size;
             // No tile kept that a CTA does not have; the stashes of the CTAs an SM runs fit it.
             EXPECT_GE(p.stash_tiles, 0);

@@ -192,8 +192,8 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
   return p;
 }
 
-/// Shared memory one tile of a streaming or split CTA takes in its stash: the thread's fragment (the row
-/// data of every input tensor plus at most 16 bytes, kernels.cuh checks) for every thread.
+/// Shared memory one tile of a streaming or split CTA takes in its stash: the thread's fragment
+/// (the row data of every input tensor plus at most 16 bytes, kernels.cuh checks) for every thread.
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_tile_bytes(kernel_config const& c,
                                                                int tensors) noexcept {
   return std::int64_t{c.bytes * tensors + 16} * c.threads_per_cta;
@@ -369,8 +369,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // shared memory. Longer still, with a workspace, they are split over many CTAs when that gives
   // a row at least two. 16-bit forward streams even then: split it ran at 47-53% of copy on the
   // H200 against streaming's 47-68% (2^20..2^24 columns; README, "Tuning notes").
-  const plan streaming = make_streaming_plan(dir, layout, rows, windows, elem_size, limits,
-                                             max_cluster);
+  const plan streaming =
+      make_streaming_plan(dir, layout, rows, windows, elem_size, limits, max_cluster);
   if (with_workspace && !reads_once(streaming, dir, elem_size) &&
       (dir == direction::backward || elem_size == 4)) {
     const plan p = make_split_plan(dir, layout, rows, windows, elem_size, limits);

@@ -148,8 +148,8 @@ cudaError_t softmax_backward(T const* dy, T const* y, T* dx, std::int64_t rows, 
 ///
 /// Call once with `workspace == nullptr`: sets `*workspace_bytes` to the bytes this call needs
 /// (0 when its plan needs none) and launches nothing. Call again with `workspace` pointing to
-/// at least that many bytes of device memory (8-byte aligned) to run. Rows longer than the
-/// register tiers hold (256K fp32, 512K bf16/fp16 elements) are then split over many CTAs that
+/// at least that many bytes of device memory (8-byte aligned) to run. Rows longer than a
+/// cluster holds on chip (256K fp32, 512K bf16/fp16 elements) are then split over many CTAs that
 /// exchange partials through the workspace, each CTA keeping its share of the row in registers
 /// and shared memory, so that rows the device holds on chip (about 4M fp32 or 8M bf16/fp16
 /// elements on an H200, over all rows in flight) are read once; other rows run exactly as

@@ -150,7 +150,8 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
   cudaLaunchConfig_t cfg = launch_config(one, nullptr, attr);
   cfg.dynamicSmemBytes = stash_bytes<Op>(p);
   int clusters = 0;
-  const cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, kernel_ptr<Op, V, Config>(), &cfg);
+  const cudaError_t err =
+      cudaOccupancyMaxActiveClusters(&clusters, kernel_ptr<Op, V, Config>(), &cfg);
   // A size the device rejects outright is "does not fit", not an error of the call.
   if (err != cudaSuccess && err != cudaErrorInvalidClusterSize) return err;
   if (err != cudaSuccess) (void)cudaGetLastError();

@@ -84,8 +84,9 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   Op::store(a, w, f, total);
 }
 
-/// A thread's fragment in a streaming or split CTA's stash: 16-byte words, word q of thread i of tile k at
-/// [(k * quads + q) * threads + i] (consecutive threads, consecutive words: no bank conflicts).
+/// A thread's fragment in a streaming or split CTA's stash: 16-byte words, word q of thread i of
+/// tile k at [(k * quads + q) * threads + i] (consecutive threads, consecutive words: no bank
+/// conflicts).
 template <class Fragment, int Threads, int StrideBytes>
 struct stash {
   static constexpr int quads = (static_cast<int>(sizeof(Fragment)) + 15) / 16;
@@ -130,7 +131,8 @@ struct tile_share {
   static constexpr int tpr = shape::threads_per_row;
   static_assert(tpr == shape::threads_per_cta, "one row per CTA");
   static constexpr std::int64_t tile = std::int64_t{tpr} * shape::slots;  // windows per tile
-  using kept = stash<fragment, tpr, static_cast<int>(stash_tile_bytes(shape::config, Op::tensors) / tpr)>;
+  using kept =
+      stash<fragment, tpr, static_cast<int>(stash_tile_bytes(shape::config, Op::tensors) / tpr)>;
   static constexpr bool keep_last = keeps_last_tile(Op::tensors, sizeof(typename Op::value_type));
 
   /// Tiles of the row `w` covers.
@@ -152,8 +154,8 @@ struct tile_share {
   }
 
   __device__ static void store(typename Op::args const& a, row_window& w, std::int64_t t0,
-                               std::int64_t t1, int stash_tiles, fragment& f,
-                               uint4 const* stashed, partial total) {
+                               std::int64_t t1, int stash_tiles, fragment& f, uint4 const* stashed,
+                               partial total) {
     for (std::int64_t t = t1 - 1; t >= t0; --t) {
       w.first = t * tile + threadIdx.x;
       if (!keep_last || t < t1 - 1) {  // else the last tile is still in registers, folded
