@@ -91,9 +91,8 @@ inline constexpr int max_cached_stash = 8;
 
 /// Once per device and kernel: allows a clustered kernel clusters of up to 16 CTAs and, for a
 /// plan with a stash, a streaming or split kernel all the dynamic shared memory a CTA may have
-/// (the opt-in less its static shared memory). A kernel never launched with a stash keeps the
-/// default: with the larger limit, streaming launches without a stash ran up to 25 points of
-/// copy slower on the H200, with less L1 for the tiles they read again (README, "Tuning notes").
+/// (the opt-in less its static shared memory). A kernel never launched with a stash keeps its
+/// default limit.
 template <class Op, int V, int Config>
 cudaError_t prepare_kernel(plan const& p, int device) {
   static std::atomic<bool> clustered[max_cached_devices], sized[max_cached_devices];
