@@ -215,6 +215,18 @@ constexpr int stash_capacity(kernel_config const& c, int tensors,
   return budget > 0 ? static_cast<int>(budget / stash_tile_bytes(c, tensors)) : 0;
 }
 
+/// Tiles (a tile: every thread of a CTA of `p`'s configuration, each slot once) in a row of `p`.
+constexpr std::int64_t row_tiles(plan const& p) noexcept {
+  return ceil_div(p.windows, std::int64_t{p.threads_per_row} * p.vecs_per_thread);
+}
+
+/// Tiles a CTA stashes of a share of `share` tiles: those not in registers (`in_registers`:
+/// the last tile, or none), within the `capacity` of its shared memory.
+constexpr int stashed_tiles(std::int64_t share, int in_registers, int capacity) noexcept {
+  const std::int64_t rest = share - in_registers;
+  return static_cast<int>(rest < 0 ? 0 : rest < capacity ? rest : capacity);
+}
+
 /// The streaming plan for rows of `windows` windows: the fewest CTAs (up to `max_cluster`, a
 /// cluster where more than one) whose shares of the row's tiles fit their registers and one
 /// stashed tile, so the row is read once; rows longer than that take `max_cluster` CTAs (none
@@ -232,7 +244,8 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
   const int stash = dir == direction::backward ? stash_capacity(c, tensors, limits) : 0;
   const int in_registers = keeps_last_tile(tensors, elem_size) ? 1 : 0;
   const int quick = (stash < 1 ? stash : 1) + in_registers;  // tiles of a read-once share
-  const std::int64_t tiles = ceil_div(windows, window_capacity(c, layout.vec, elem_size, 1));
+  const std::int64_t tiles =
+      row_tiles(make_plan(streaming_config, layout, rows, windows, elem_size));
   std::int64_t n = quick > 0 ? ceil_div(tiles, quick) : tiles;
   if (n > max_cluster) n = max_cluster;
   if (n > tiles) n = tiles;
@@ -240,8 +253,7 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
   plan p = n < 2 ? make_plan(streaming_config, layout, rows, windows, elem_size)
                  : make_plan(streaming_cluster_config, layout, rows, windows, elem_size,
                              static_cast<int>(n));
-  const std::int64_t stashed = ceil_div(tiles, n) - in_registers;  // the tiles not in registers
-  p.stash_tiles = static_cast<int>(stashed < stash ? (stashed > 0 ? stashed : 0) : stash);
+  p.stash_tiles = stashed_tiles(ceil_div(tiles, n), in_registers, stash);
   return p;
 }
 
@@ -259,9 +271,10 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   plan p = make_plan(split_config, layout, rows, windows, elem_size);
   const int tensors = tensors_of(dir);
   const std::int64_t resident = std::int64_t{limits.sm_count} * ctas_per_sm(c, tensors);
-  const std::int64_t stash = stash_capacity(c, tensors, limits);
-  const std::int64_t held = stash + (keeps_last_tile(tensors, elem_size) ? 1 : 0);
-  const std::int64_t tiles = ceil_div(windows, std::int64_t{c.threads_per_row} * p.vecs_per_thread);
+  const int stash = stash_capacity(c, tensors, limits);
+  const int in_registers = keeps_last_tile(tensors, elem_size) ? 1 : 0;
+  const std::int64_t held = stash + in_registers;
+  const std::int64_t tiles = row_tiles(p);
   const std::int64_t most_groups = rows < resident / 2 ? rows : resident / 2;
   // CTAs a row with g groups: the resident CTAs shared out, none without a tile.
   auto ctas_of = [&](std::int64_t g) { return resident / g < tiles ? resident / g : tiles; };
@@ -281,11 +294,9 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
     }
   }
   const std::int64_t ctas = ctas_of(best_groups);
-  const std::int64_t share = ceil_div(tiles, ctas);
   p.row_groups = static_cast<int>(best_groups);
   p.split_ctas = static_cast<int>(ctas);
-  const std::int64_t stashed = share - (held - stash);  // the tiles not in registers
-  p.stash_tiles = static_cast<int>(stashed < stash ? stashed : stash);
+  p.stash_tiles = stashed_tiles(ceil_div(tiles, ctas), in_registers, stash);
   p.grid_ctas = best_groups * ctas;
   p.workspace_bytes = split_workspace_bytes(p.row_groups, p.split_ctas);
   return p;
@@ -294,9 +305,7 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
 /// Whether a streaming plan keeps every CTA's share of the row on chip (its last tile in
 /// registers where keeps_last_tile, the others in its stash), so the row is read once.
 constexpr bool reads_once(plan const& p, direction dir, std::size_t elem_size) noexcept {
-  const std::int64_t tiles =
-      ceil_div(p.windows, std::int64_t{p.threads_per_row} * p.vecs_per_thread);
-  return ceil_div(tiles, p.cluster_size) <=
+  return ceil_div(row_tiles(p), p.cluster_size) <=
          p.stash_tiles + (keeps_last_tile(tensors_of(dir), elem_size) ? 1 : 0);
 }
 
