@@ -52,6 +52,7 @@ struct forward_op {
   template <int V, int N>
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f) {
     load_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v);
+    finish_windows(w, from_float<T>(neg_inf), f.v);
     f.m = neg_inf;
 #pragma unroll
     for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, f.v[k].max());
@@ -142,6 +143,8 @@ struct backward_op {
     const T zero = from_float<T>(0.0f);
     load_windows(a.dy + w.row * a.dy_stride, w, zero, f.dy);
     load_windows(a.y + w.row * a.y_stride, w, zero, f.y);
+    finish_windows(w, zero, f.dy);  // after both tensors' loads are issued
+    finish_windows(w, zero, f.y);
   }
 
   template <int V, int N>

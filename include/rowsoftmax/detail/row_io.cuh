@@ -33,20 +33,71 @@ __device__ inline int head_of(T const* row_start) {
 }
 
 /// Reads N windows (`w.stride` windows apart) of a row into registers; elements outside
-/// [0, cols) read as `fill` and touch no memory. All loads are issued before any is used.
+/// [0, cols) read as `fill` and touch no memory. Every load is issued before any loaded value
+/// is used: a whole window is one vector load, a ragged one (a misaligned head, a tail) is read
+/// word by word straight into its registers. A 16-bit word with one element in the row is read
+/// as that element alone and left for `finish_windows` to complete with `fill`, which the op
+/// calls after its last `load_windows`. (Packing the element here waited for its load before
+/// the thread's later loads were issued: one more memory latency for the warp and so for its
+/// row, 25 points of copy for bf16 backward at 50257 columns; README, "Tuning notes".)
 template <class T, int V, int N>
 __device__ inline void load_windows(T const* row, row_window const& w, T fill,
                                     vec_t<T, V> (&out)[N]) {
+  using vec = vec_t<T, V>;
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
     if (e0 >= 0 && e0 + V <= w.cols) {
-      out[k] = *reinterpret_cast<vec_t<T, V> const*>(row + e0);
-    } else {
-      T e[V];
+      out[k] = *reinterpret_cast<vec const*>(row + e0);
+    } else if (vec::per_word == 2 && (e0 + V <= 0 || e0 >= w.cols)) {  // none in the row
 #pragma unroll
-      for (int l = 0; l < V; ++l) e[l] = (e0 + l >= 0 && e0 + l < w.cols) ? row[e0 + l] : fill;
-      out[k] = vec_t<T, V>::of(e);
+      for (int i = 0; i < vec::words; ++i) out[k].w[i] = vec::fill_word(fill);
+    } else {
+#pragma unroll
+      for (int i = 0; i < vec::words; ++i) {
+        const std::int64_t lo = e0 + i * vec::per_word, hi = lo + vec::per_word - 1;
+        const bool lo_in = lo >= 0 && lo < w.cols, hi_in = hi >= 0 && hi < w.cols;
+        if (lo_in && hi_in) {
+          out[k].w[i] = *reinterpret_cast<typename vec::word const*>(row + lo);
+        } else if (lo_in || hi_in) {  // 16-bit only: the one element, completed by finish
+          out[k].w[i] = *reinterpret_cast<std::uint16_t const*>(row + (lo_in ? lo : hi));
+        } else {
+          out[k].w[i] = vec::fill_word(fill);
+        }
+      }
+    }
+  }
+}
+
+/// Completes the 16-bit words `load_windows` read with one element: the element moved to its
+/// half, `fill` in the other. Only the row's first element (at an odd shift) and its last (at
+/// an even position in the window grid) can share a word with elements outside the row; the
+/// thread holding one fixes that word. Nothing to do for 4-byte elements.
+template <class T, int V, int N>
+__device__ inline void finish_windows(row_window const& w, T fill, vec_t<T, V> (&out)[N]) {
+  using vec = vec_t<T, V>;
+  if constexpr (vec::per_word == 2) {
+    if (w.cols <= 0) return;
+    const std::uint32_t f = bits_as<std::uint16_t>(fill);
+    if (w.shift % 2 == 1 && w.first == 0) {  // element 0: the high half of word shift / 2
+#pragma unroll
+      for (int i = 0; i < vec::words; ++i) {
+        const std::uint32_t x = out[0].w[i];
+        out[0].w[i] = i == w.shift / 2 ? (x << 16) | f : x;
+      }
+    }
+    const std::int64_t last = w.cols - 1 + w.shift;  // the last element's place in the grid
+    const std::int64_t d = last / V - w.first;       // its window, from this thread's first
+    if (last % 2 == 0 && d >= 0 && d % w.stride == 0 && d / w.stride < N) {
+      // A select for every word: an indexed store would move the fragment to local memory.
+      const int at = static_cast<int>(d / w.stride) * vec::words + static_cast<int>(last % V) / 2;
+#pragma unroll
+      for (int j = 0; j < N; ++j)
+#pragma unroll
+        for (int i = 0; i < vec::words; ++i) {
+          const std::uint32_t x = out[j].w[i];
+          out[j].w[i] = j * vec::words + i == at ? (x & 0xffffu) | (f << 16) : x;
+        }
     }
   }
 }

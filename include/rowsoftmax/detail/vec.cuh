@@ -28,19 +28,14 @@ struct alignas(sizeof(T) * V) vec_t {
   static constexpr int words = V / per_word;
   word w[words];
 
-  /// The vector holding `e[0..V)`.
-  __device__ static vec_t of(T const (&e)[V]) {
-    vec_t r;
-#pragma unroll
-    for (int i = 0; i < words; ++i) {
-      if constexpr (per_word == 1) {
-        r.w[i] = bits_as<word>(e[i]);
-      } else {
-        r.w[i] = std::uint32_t{bits_as<std::uint16_t>(e[2 * i])} |
-                 (std::uint32_t{bits_as<std::uint16_t>(e[2 * i + 1])} << 16);
-      }
+  /// A word holding `fill` in every element.
+  __device__ static word fill_word(T fill) {
+    if constexpr (per_word == 1) {
+      return bits_as<word>(fill);
+    } else {
+      const std::uint32_t f = bits_as<std::uint16_t>(fill);
+      return f | (f << 16);
     }
-    return r;
   }
 
   /// Element `l` (a compile-time constant where it is used: the shifts fold away).
@@ -51,9 +46,7 @@ struct alignas(sizeof(T) * V) vec_t {
       return bits_as<T>(static_cast<std::uint16_t>(w[l / 2] >> (16 * (l % 2))));
     }
   }
-  __device__ float at(int l) const {
-    return to_float(get(l));
-  }
+  __device__ float at(int l) const { return to_float(get(l)); }
 
   /// Max over the elements as float (fmaxf's NaN rule); 16-bit pairs compared packed.
   __device__ float max() const {
@@ -63,11 +56,17 @@ struct alignas(sizeof(T) * V) vec_t {
       for (int l = 1; l < V; ++l) m = fmaxf(m, at(l));
       return m;
     } else {
-      using pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
-      pair m = bits_as<pair>(w[0]);
+      std::uint32_t m = w[0];
 #pragma unroll
-      for (int i = 1; i < words; ++i) m = __hmax2(m, bits_as<pair>(w[i]));
-      return fmaxf(to_float(m.x), to_float(m.y));
+      for (int i = 1; i < words; ++i) {
+        if constexpr (std::is_same_v<T, __half>) {
+          asm("max.f16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(w[i]));
+        } else {
+          asm("max.bf16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(w[i]));
+        }
+      }
+      return fmaxf(to_float(bits_as<T>(static_cast<std::uint16_t>(m))),
+                   to_float(bits_as<T>(static_cast<std::uint16_t>(m >> 16))));
     }
   }
 
