@@ -133,19 +133,25 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 512 * n).cluster_size, 2);
     EXPECT_EQ(fwd(elem, 512 * n).threads_per_cta, 256);
     EXPECT_EQ(fwd(elem, 512 * n + 1).cluster_size, 5);
-    EXPECT_EQ(fwd(elem, 4096 * n).cluster_size, 16);
+    EXPECT_EQ(fwd(elem, 2048 * n).cluster_size, 8);
+    EXPECT_EQ(fwd(elem, 2048 * n).vecs_per_thread * fwd(elem, 2048 * n).vec, n);
+    // More than 8 such CTAs (in a launch of more CTAs than SMs): half as many of 256 bytes a
+    // thread.
+    EXPECT_EQ(fwd(elem, 2048 * n + 1).cluster_size, 5);
+    EXPECT_EQ(fwd(elem, 2048 * n + 1).vecs_per_thread * fwd(elem, 2048 * n + 1).vec, 2 * n);
+    EXPECT_EQ(fwd(elem, 4096 * n).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 4096 * n).threads_per_cta, 256);
     // Vocabulary rows: as many CTAs as they need.
     EXPECT_EQ(fwd(elem, 32000).cluster_size, elem == 4 ? 4 : 2);
-    EXPECT_EQ(fwd(elem, 50257).cluster_size, elem == 4 ? 13 : 7);
-    EXPECT_EQ(fwd(elem, 50257).threads_per_cta, 128);
-    EXPECT_EQ(fwd(elem, 128256).cluster_size, elem == 4 ? 16 : 8);
+    EXPECT_EQ(fwd(elem, 50257).cluster_size, elem == 4 ? 4 : 7);  // fp32: 13 of 128 threads
+    EXPECT_EQ(fwd(elem, 50257).threads_per_cta, elem == 4 ? 256 : 128);
+    EXPECT_EQ(fwd(elem, 128256).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 128256).threads_per_cta, 256);
-    EXPECT_EQ(fwd(elem, 128256).vecs_per_thread * fwd(elem, 128256).vec, n);
+    EXPECT_EQ(fwd(elem, 128256).vecs_per_thread * fwd(elem, 128256).vec, elem == 4 ? 2 * n : n);
     // Beyond 16 CTAs of 256 threads: 256 bytes a thread, again as many CTAs as needed.
     EXPECT_EQ(fwd(elem, 4096 * n + 1).vecs_per_thread * fwd(elem, 4096 * n + 1).vec, 2 * n);
     EXPECT_EQ(fwd(elem, 4096 * n + 1).cluster_size, 9);
-    EXPECT_EQ(fwd(elem, 151936).cluster_size, 10);
+    EXPECT_EQ(fwd(elem, 151936).cluster_size, elem == 4 ? 10 : 5);
     EXPECT_EQ(fwd(elem, 8192 * n).algo, algorithm::cluster);
     EXPECT_EQ(fwd(elem, 8192 * n).cluster_size, 16);
     // Then streaming in tiles of 256 threads x 128 bytes, forward without a stash: 33 tiles
@@ -155,6 +161,9 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 8192 * n + 1).stash_tiles, 0);
     // Without size-16 clusters: up to 8, then streaming through clusters of up to 8.
     EXPECT_EQ(fwd(elem, 2048 * n, hopper_portable).cluster_size, 8);
+    EXPECT_EQ(fwd(elem, 2048 * n, hopper_portable).vecs_per_thread *
+                  fwd(elem, 2048 * n, hopper_portable).vec,
+              n);
     EXPECT_EQ(fwd(elem, 2048 * n + 1, hopper_portable).cluster_size, 5);  // 256 bytes a thread
     EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).algo, algorithm::streaming);
     EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).cluster_size, 8);
@@ -193,6 +202,26 @@ TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
   EXPECT_EQ(b.stash_tiles, 1);
   const auto a = rs::plan_for(rs::direction::forward, 3, 8193, 2, {1, false}, a100);
   EXPECT_EQ(a.cluster_size, 1);
+}
+
+TEST(Plan, WideForwardClustersOnlyForFullLaunchesOfLongRows) {
+  const auto plan = [](rs::direction dir, std::int64_t rows, std::int64_t cols) {
+    return rs::plan_for(dir, rows, cols, 4, {4, false}, h200);
+  };
+  // fp32 forward at 128256 columns: 16 CTAs of 128 bytes a thread, or 8 of 256.
+  for (std::int64_t rows : {1, 8}) {  // 16 or 128 CTAs: no more than the SMs, the most CTAs
+    EXPECT_EQ(plan(rs::direction::forward, rows, 128256).cluster_size, 16);
+    EXPECT_EQ(plan(rs::direction::forward, rows, 128256).vecs_per_thread, 8);
+  }
+  for (std::int64_t rows : {9, 64, 1046}) {
+    EXPECT_EQ(plan(rs::direction::forward, rows, 128256).cluster_size, 8);
+    EXPECT_EQ(plan(rs::direction::forward, rows, 128256).vecs_per_thread, 16);
+  }
+  // Backward keeps 128 bytes a thread a tensor; 8 CTAs of them stay so in every direction.
+  EXPECT_EQ(plan(rs::direction::backward, 1046, 128256).cluster_size, 16);
+  EXPECT_EQ(plan(rs::direction::backward, 1046, 128256).vecs_per_thread, 8);
+  EXPECT_EQ(plan(rs::direction::forward, 1046, 65536).cluster_size, 8);
+  EXPECT_EQ(plan(rs::direction::forward, 1046, 65536).vecs_per_thread, 8);
 }
 
 TEST(Plan, ToStringNamesTheTier) {

@@ -330,7 +330,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
 /// that holds them (sub-warp rows share a warp); longer rows the fewest CTAs of a cluster (up
 /// to `limits.max_cluster_size`) that hold them, first at 128 bytes a thread (CTAs of 256
-/// threads, or of 128 where they leave fewer slots idle), then, forward only, at 256;
+/// threads, or of 128 where they leave fewer slots idle), then, forward only, at 256 (also
+/// where 128 bytes a thread would take more than 8 CTAs a row and more CTAs than SMs in all);
 /// without clusters, one 512-thread CTA. Longer rows stream in tiles through the fewest CTAs of
 /// a cluster (or one CTA) that keep the row on chip (registers and a shared-memory stash), or
 /// through as many as allowed, reading the overflow twice; `with_workspace` (the launchers given
@@ -364,6 +365,14 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
                           ctas(narrow_cluster_config) * capacity(narrow_cluster_config, 1) <
                               ctas(cluster_config) * capacity(cluster_config, 1);
       const int config = narrow ? narrow_cluster_config : cluster_config;
+      // Forward rows of more than 8 such CTAs, in launches of more CTAs than SMs, take half as
+      // many CTAs of 256 bytes a thread: twice the bytes in flight a thread, at two CTAs an SM
+      // instead of three (fp32 at 128256 columns ran at 96% of copy against 89%; a row or a
+      // few keep the most CTAs; README, "Tuning notes").
+      if (dir == direction::forward && ctas(config) > 8 && rows * ctas(config) > limits.sm_count &&
+          windows <= capacity(wide_cluster_config, max_cluster))
+        return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
+                         static_cast<int>(ctas(wide_cluster_config)));
       return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(ctas(config)));
     }
     // Forward only: backward's two tensors at 256 bytes a thread leave one CTA an SM (fp32
