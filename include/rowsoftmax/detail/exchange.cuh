@@ -1,25 +1,43 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one cross-thread exchange of a row: every thread brings its partial, every thread of the
-// row leaves with the row's total. Lanes reduce by butterfly shuffles; warps of one CTA through
-// shared memory and one __syncthreads; CTAs of a cluster (sm_90) by each warp broadcasting its
-// 8-byte partial into every peer's shared memory with st.async, counted by the peer's mbarrier.
+// row leaves with the row's total. Lanes reduce by butterfly shuffles (online: the max, then
+// the rescaled sums); warps of one CTA through shared memory and one __syncthreads; CTAs of a
+// cluster (sm_90) by each warp broadcasting its 8-byte partial into every peer's shared memory
+// with st.async, counted by the peer's mbarrier.
 #pragma once
 
 #include <cooperative_groups.h>
 #include <cuda/ptx>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../plan.hpp"
 #include "math.cuh"
 
 namespace rowsoftmax::detail {
 
-template <class Reduce>
-__device__ inline partial shfl_combine(partial p, int offset) {
-  const partial q{__shfl_xor_sync(0xffffffffu, p.m, offset),
-                  __shfl_xor_sync(0xffffffffu, p.s, offset)};
-  return Reduce::combine(p, q);
+/// The total of each group of `Lanes` consecutive lanes, in every lane of the group, bitwise
+/// the same in each (every step adds or maxes the same two values, in either order, without
+/// contraction). Online (max, sum): the max first, then each lane's sum rescaled to it once and
+/// the sums added: one exp a lane, where combining pairs took two a step. Sums: the sums only.
+template <class Reduce, int Lanes>
+__device__ inline partial butterfly(partial p) {
+  if constexpr (std::is_same_v<Reduce, online_reduce>) {
+    float m = p.m;
+#pragma unroll
+    for (int o = Lanes / 2; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float s = mul_rn(p.s, exp2_fast(mul_rn(p.m - safe_shift(m), log2e)));
+#pragma unroll
+    for (int o = Lanes / 2; o > 0; o /= 2) s = add_rn(s, __shfl_xor_sync(0xffffffffu, s, o));
+    return {m, s};
+  } else {
+    static_assert(std::is_same_v<Reduce, sum_reduce>);
+    float s = p.s;
+#pragma unroll
+    for (int o = Lanes / 2; o > 0; o /= 2) s = add_rn(s, __shfl_xor_sync(0xffffffffu, s, o));
+    return {0.0f, s};
+  }
 }
 
 /// Reduction of one row. `Lanes` < 32: the row's threads are that many consecutive lanes of
@@ -64,8 +82,7 @@ struct row_exchange {
   /// the same counts as `begin`. Every thread of the row (in every CTA of the cluster) gets the
   /// bitwise same result.
   __device__ static partial allreduce(partial p, storage& smem, int warps, int ctas) {
-#pragma unroll
-    for (int o = Lanes / 2; o > 0; o /= 2) p = shfl_combine<Reduce>(p, o);
+    p = butterfly<Reduce, Lanes>(p);
     if constexpr (Lanes < 32) {
       (void)smem, (void)warps, (void)ctas;
       return p;
@@ -101,9 +118,7 @@ struct row_exchange {
       // and combine is commutative bit for bit, hence the same bits everywhere.
       partial q = Reduce::identity();
       for (int i = lane; i < used; i += 32) q = Reduce::combine(q, slots[i]);
-#pragma unroll
-      for (int o = 16; o > 0; o /= 2) q = shfl_combine<Reduce>(q, o);
-      return q;
+      return butterfly<Reduce, 32>(q);
     }
   }
 };

@@ -251,8 +251,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
       partial q = reduce::identity();
       for (int i = static_cast<int>(threadIdx.x); i < ws.split_ctas; i += 32)
         q = reduce::combine(q, partial{__ldcg(&slots[i].m), __ldcg(&slots[i].s)});
-#pragma unroll
-      for (int o = 16; o > 0; o /= 2) q = shfl_combine<reduce>(q, o);
+      q = butterfly<reduce, 32>(q);
       if (threadIdx.x == 0) total_smem = q;
     }
     __syncthreads();
