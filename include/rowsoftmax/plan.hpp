@@ -358,30 +358,26 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
       return make_plan(wide_cta_config, layout, rows, windows, elem_size);
     // The fewest CTAs of 256 threads, or of 128 where that leaves fewer idle slots (a row just
-    // above a multiple of 256 threads' registers), then 256 bytes a thread.
+    // above a multiple of 256 threads' registers).
     auto ctas = [&](int config) { return ceil_div(windows, capacity(config, 1)); };
-    if (max_cluster >= 2 && windows <= capacity(cluster_config, max_cluster)) {
-      const bool narrow = ctas(narrow_cluster_config) <= max_cluster &&
-                          ctas(narrow_cluster_config) * capacity(narrow_cluster_config, 1) <
-                              ctas(cluster_config) * capacity(cluster_config, 1);
-      const int config = narrow ? narrow_cluster_config : cluster_config;
-      // Forward rows of more than 8 such CTAs, in launches of more CTAs than SMs, take half as
-      // many CTAs of 256 bytes a thread: twice the bytes in flight a thread, at two CTAs an SM
-      // instead of three (fp32 at 128256 columns ran at 96% of copy against 89%; a row or a
-      // few keep the most CTAs; README, "Tuning notes").
-      if (dir == direction::forward && ctas(config) > 8 && rows * ctas(config) > limits.sm_count &&
-          windows <= capacity(wide_cluster_config, max_cluster))
-        return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
-                         static_cast<int>(ctas(wide_cluster_config)));
-      return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(ctas(config)));
-    }
-    // Forward only: backward's two tensors at 256 bytes a thread leave one CTA an SM (fp32
-    // backward at 151936 columns ran at 60% of copy; README, "Tuning notes"), and streaming
-    // keeps such rows on chip at two CTAs an SM.
-    if (max_cluster >= 2 && dir == direction::forward &&
-        windows <= capacity(wide_cluster_config, max_cluster))
+    const bool held = max_cluster >= 2 && windows <= capacity(cluster_config, max_cluster);
+    const bool narrow = ctas(narrow_cluster_config) <= max_cluster &&
+                        ctas(narrow_cluster_config) * capacity(narrow_cluster_config, 1) <
+                            ctas(cluster_config) * capacity(cluster_config, 1);
+    const int config = narrow ? narrow_cluster_config : cluster_config;
+    // Forward only, 256 bytes a thread: rows those CTAs do not hold, and rows of more than 8 of
+    // them in launches of more CTAs than SMs (twice the bytes in flight a thread, at two CTAs an
+    // SM instead of three: fp32 at 128256 columns ran at 96% of copy against 89%; a row or a few
+    // keep the most CTAs). Backward's two tensors at 256 bytes a thread leave one CTA an SM (fp32
+    // backward at 151936 columns ran at 60% of copy), and streaming keeps such rows on chip at
+    // two CTAs an SM (README, "Tuning notes").
+    const bool wide = dir == direction::forward &&
+                      (!held || (ctas(config) > 8 && rows * ctas(config) > limits.sm_count));
+    if (max_cluster >= 2 && wide && windows <= capacity(wide_cluster_config, max_cluster))
       return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
                        static_cast<int>(ctas(wide_cluster_config)));
+    if (held)
+      return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(ctas(config)));
   }
   // Longer rows stream, read once where the CTAs of a cluster hold the row in registers and
   // shared memory. Longer still, with a workspace, they are split over many CTAs when that gives
