@@ -233,6 +233,35 @@ TYPED_TEST_P(Gpu, LongRowsStream) {
     }
 }
 
+// Plans that only full launches (more CTAs than SMs) choose: forward rows of more than 8
+// 128-byte CTAs in wide clusters, 16-bit backward rows of 10..15 cluster CTAs streamed through
+// half as many (one stashed tile each). 17 rows, every layout.
+TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
+  using T = TypeParam;
+  const std::int64_t cta = 32768 / static_cast<std::int64_t>(sizeof(T));  // elements of one CTA
+  int device = 0;
+  ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
+  device_limits limits;
+  ROWSOFTMAX_CUDA_OK(query_device_limits(device, &limits));
+  if (limits.compute_capability >= 90 && limits.sm_count < 17 * 10) {  // the plans named above
+    const plan f =
+        plan_for<T>(direction::forward, 17, 9 * cta + 1, {int(16 / sizeof(T)), false}, limits);
+    const plan b =
+        plan_for<T>(direction::backward, 17, 9 * cta + 1, {int(16 / sizeof(T)), false}, limits);
+    EXPECT_EQ(f.cluster_size, 5) << to_string(f);
+    EXPECT_EQ(b.algo, sizeof(T) == 2 ? algorithm::streaming : algorithm::cluster) << to_string(b);
+  }
+  for (std::int64_t cols : {9 * cta + 1, 12 * cta - 5, 15 * cta})
+    for (shape s : layouts<T>(17, cols)) {
+      check_forward<T>(s, seed_of(cols, s.out_offset, 21));
+      check_backward<T>(s, seed_of(cols, s.out_offset, 22));
+    }
+  for (shape s : layouts<T>(17, 10 * cta)) {
+    check_forward<T>(s, seed_of(s.cols, s.out_offset, 23), fill::special);
+    check_backward<T>(s, seed_of(s.cols, s.out_offset, 24), fill::special);
+  }
+}
+
 // The workspace launchers: rows just above the longest register rows and of 2^20 + 3, several
 // rounds of rows in flight (13 rows), every layout; rows the register tiers hold are planned and
 // run as without a workspace (the size query gives 0).
@@ -318,7 +347,7 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
 
 REGISTER_TYPED_TEST_SUITE_P(Gpu, GraphCapture, ShapeTable, TierThresholds, StridesOffsetsAndInPlace,
                             SpecialValues, RandomShapes, EveryConfigurationThatHoldsTheRow,
-                            LongRowsStream, SplitRowsWithAWorkspace, PlanQueryMatchesThePlanner,
-                            SanitizerSubset);
+                            LongRowsStream, FullLaunchesOfClusterRows, SplitRowsWithAWorkspace,
+                            PlanQueryMatchesThePlanner, SanitizerSubset);
 
 }  // namespace rowsoftmax::test

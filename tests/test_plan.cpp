@@ -224,6 +224,36 @@ TEST(Plan, WideForwardClustersOnlyForFullLaunchesOfLongRows) {
   EXPECT_EQ(plan(rs::direction::forward, 1046, 65536).vecs_per_thread, 8);
 }
 
+TEST(Plan, SixteenBitBackwardStreamsRowsOfTenToFifteenClusterCtas) {
+  const auto bwd = [](std::int64_t rows, std::int64_t cols, std::size_t elem = 2) {
+    return rs::plan_for(rs::direction::backward, rows, cols, elem, {int(16 / elem), false}, h200);
+  };
+  const std::int64_t cta = 16384;  // 16-bit elements a 256-thread CTA holds (128 bytes a thread)
+  EXPECT_EQ(bwd(883, 9 * cta).algo, algorithm::cluster);
+  EXPECT_EQ(bwd(883, 9 * cta).cluster_size, 9);
+  for (std::int64_t cols : {9 * cta + 1, std::int64_t{151936}, 12 * cta, 15 * cta}) {
+    const auto p = bwd(883, cols);
+    SCOPED_TRACE("cols=" + std::to_string(cols) + " " + rs::to_string(p));
+    EXPECT_EQ(p.algo, algorithm::streaming);
+    EXPECT_EQ(p.cluster_size, (rs::detail::ceil_div(cols, cta) + 1) / 2);
+    EXPECT_EQ(p.stash_tiles, 1);
+    EXPECT_TRUE(rs::detail::reads_once(p, rs::direction::backward, 2));
+    // A workspace changes nothing: the row is read once.
+    const auto w = rs::plan_for(rs::direction::backward, 883, cols, 2, {8, false}, h200, true);
+    EXPECT_EQ(w.algo, algorithm::streaming);
+    EXPECT_EQ(w.cluster_size, p.cluster_size);
+  }
+  EXPECT_EQ(bwd(883, 15 * cta + 1).algo, algorithm::cluster);
+  EXPECT_EQ(bwd(883, 262144).cluster_size, 16);
+  // A few rows (no more CTAs than SMs) keep the cluster's CTAs; so do fp32 rows and forward.
+  EXPECT_EQ(bwd(8, 151936).algo, algorithm::cluster);
+  EXPECT_EQ(bwd(8, 151936).cluster_size, 10);
+  EXPECT_EQ(bwd(883, 11 * 8192, 4).algo, algorithm::cluster);
+  EXPECT_EQ(bwd(883, 11 * 8192, 4).cluster_size, 11);
+  EXPECT_EQ(rs::plan_for(rs::direction::forward, 883, 151936, 2, {8, false}, h200).algo,
+            algorithm::cluster);
+}
+
 TEST(Plan, ToStringNamesTheTier) {
   const auto p = rs::plan_for(rs::direction::forward, 1, 128256, 4, {4, false}, h200);
   EXPECT_EQ(rs::to_string(p), "cluster x16 cta=256 tpr=256 vec=4x8");

@@ -332,13 +332,14 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// to `limits.max_cluster_size`) that hold them, first at 128 bytes a thread (CTAs of 256
 /// threads, or of 128 where they leave fewer slots idle), then, forward only, at 256 (also
 /// where 128 bytes a thread would take more than 8 CTAs a row and more CTAs than SMs in all);
-/// without clusters, one 512-thread CTA. Longer rows stream in tiles through the fewest CTAs of
-/// a cluster (or one CTA) that keep the row on chip (registers and a shared-memory stash), or
-/// through as many as allowed, reading the overflow twice; `with_workspace` (the launchers given
-/// a workspace), but for 16-bit forward, they are split over many CTAs instead (see
-/// `algorithm::split`). The scalar fallback (`layout.vec == 1`, 32 elements a thread of any
-/// type) has the one-CTA configurations and streams beyond. Streaming and split size their
-/// stashes and groups by the direction's tensors.
+/// without clusters, one 512-thread CTA. 16-bit backward rows that would take 10 to 15 CTAs of
+/// 256 threads, in launches of more CTAs than SMs, stream instead (read once, half the CTAs).
+/// Longer rows stream in tiles through the fewest CTAs of a cluster (or one CTA) that keep the row
+/// on chip (registers and a shared-memory stash), or through as many as allowed, reading the
+/// overflow twice; `with_workspace` (the launchers given a workspace), but for 16-bit forward, they
+/// are split over many CTAs instead (see `algorithm::split`). The scalar fallback (`layout.vec ==
+/// 1`, 32 elements a thread of any type) has the one-CTA configurations and streams beyond.
+/// Streaming and split size their stashes and groups by the direction's tensors.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits,
@@ -376,7 +377,14 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     if (max_cluster >= 2 && wide && windows <= capacity(wide_cluster_config, max_cluster))
       return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
                        static_cast<int>(ctas(wide_cluster_config)));
-    if (held)
+    // 16-bit backward, rows of 10 to 15 such CTAs in launches of more CTAs than SMs: streaming
+    // through half as many CTAs, each keeping a tile in registers and one in its stash (read
+    // once). On the H200 (bf16, rows of 9..16 x 16384 - 1024 columns) the clusters of 10-15
+    // ran at 81-92% of copy, the streaming CTAs at 89-94%; at 9 and 16 the clusters led by
+    // 1 point (README, "Tuning notes").
+    const bool stream = dir == direction::backward && elem_size == 2 && ctas(config) >= 10 &&
+                        ctas(config) <= 15 && rows * ctas(config) > limits.sm_count;
+    if (held && !stream)
       return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(ctas(config)));
   }
   // Longer rows stream, read once where the CTAs of a cluster hold the row in registers and
