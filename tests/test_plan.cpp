@@ -257,6 +257,8 @@ TEST(Plan, SixteenBitBackwardStreamsRowsOfTenToFifteenClusterCtas) {
 TEST(Plan, ToStringNamesTheTier) {
   const auto p = rs::plan_for(rs::direction::forward, 1, 128256, 4, {4, false}, h200);
   EXPECT_EQ(rs::to_string(p), "cluster x16 cta=256 tpr=256 vec=4x8");
+  const auto q = rs::plan_for(rs::direction::backward, 883, 151936, 2, {8, true}, h200);
+  EXPECT_EQ(rs::to_string(q), "streaming x5 cta=256 tpr=256 vec=8x8 head stash=1");
 }
 
 TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {

@@ -408,7 +408,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, row
   return plan_for(dir, rows, cols, sizeof(T), layout, limits, with_workspace);
 }
 
-/// A one-line description of a plan, e.g. "cluster x16 cta=256 tpr=256 vec=8x8".
+/// A one-line description of a plan, e.g. "cluster x16 cta=256 tpr=256 vec=8x8", with
+/// " head" for rows that peel a misaligned head and " stash=N" for tiles kept in shared memory.
 inline std::string to_string(plan const& p) {
   const char* algo = p.algo == algorithm::registers   ? "registers"
                      : p.algo == algorithm::cluster   ? "cluster"
@@ -421,6 +422,7 @@ inline std::string to_string(plan const& p) {
   s += " cta=" + std::to_string(p.threads_per_cta) + " tpr=" + std::to_string(p.threads_per_row) +
        " vec=" + std::to_string(p.vec) + "x" + std::to_string(p.vecs_per_thread);
   if (p.shifted) s += " head";
+  if (p.stash_tiles > 0) s += " stash=" + std::to_string(p.stash_tiles);
   return s;
 }
 

@@ -89,6 +89,12 @@ constexpr std::size_t stash_bytes(plan const& p) {
 inline constexpr int max_cached_devices = 64;
 inline constexpr int max_cached_stash = 8;
 
+/// Whether the answers for `p` on `device` have a slot in the per-kernel caches below (other
+/// devices and stashes are asked every time).
+inline bool cacheable(plan const& p, int device) {
+  return device >= 0 && device < max_cached_devices && p.stash_tiles < max_cached_stash;
+}
+
 /// Once per device and kernel: allows a clustered kernel clusters of up to 16 CTAs and, for a
 /// plan with a stash, a streaming or split kernel all the dynamic shared memory a CTA may have
 /// (the opt-in less its static shared memory). A kernel never launched with a stash keeps its
@@ -133,8 +139,7 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
     *fits = false;
     return cudaSuccess;
   }
-  const bool cached =
-      device >= 0 && device < max_cached_devices && p.stash_tiles < max_cached_stash;
+  const bool cached = cacheable(p, device);
   if (cached) {
     const int s = state[device][p.stash_tiles][n].load(std::memory_order_relaxed);
     if (s != 0) {
@@ -164,8 +169,7 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
 template <class Op, int V, int Config>
 cudaError_t resident_ctas(plan const& p, int device, int* out) {
   static std::atomic<int> resident[max_cached_devices][max_cached_stash];  // 0 unknown
-  const bool cached =
-      device >= 0 && device < max_cached_devices && p.stash_tiles < max_cached_stash;
+  const bool cached = cacheable(p, device);
   int n = cached ? resident[device][p.stash_tiles].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
     ROWSOFTMAX_TRY((prepare_kernel<Op, V, Config>(p, device)));

@@ -140,6 +140,12 @@ struct tile_share {
     return ceil_div(ceil_div(w.cols + w.shift, V), tile);
   }
 
+  /// The first tile of CTA `rank`'s share when `ctas` CTAs share `tiles` tiles; CTA r takes
+  /// [first(r), first(r + 1)), so shares differ by at most one tile.
+  __device__ static std::int64_t first(std::int64_t tiles, int rank, int ctas) {
+    return tiles * rank / ctas;
+  }
+
   __device__ static partial load(typename Op::args const& a, row_window& w, std::int64_t t0,
                                  std::int64_t t1, int stash_tiles, fragment& f, uint4* stashed) {
     partial acc = reduce::identity();
@@ -185,9 +191,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   const int cta_rank = shape::config.clustered ? static_cast<int>(blockIdx.x % cluster) : 0;
   row_window w = Op::template window<V>(a, std::int64_t{blockIdx.x / cluster}, 0, share::tpr);
   const std::int64_t tiles = share::tiles(w);
-  // CTA r streams tiles [t0, t1): shares differ by at most one tile.
-  const std::int64_t t0 = tiles * cta_rank / cluster;
-  const std::int64_t t1 = tiles * (cta_rank + 1) / cluster;
+  const std::int64_t t0 = share::first(tiles, cta_rank, cluster);
+  const std::int64_t t1 = share::first(tiles, cta_rank + 1, cluster);
 
   typename shape::fragment f;
   const partial acc = share::load(a, w, t0, t1, stash_tiles, f, stashed);
@@ -229,8 +234,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   for (std::int64_t row = group; row < a.rows; row += ws.row_groups, ++iteration) {
     row_window w = Op::template window<V>(a, row, 0, share::tpr);
     const std::int64_t tiles = share::tiles(w);
-    const std::int64_t t0 = tiles * rank / ws.split_ctas;
-    const std::int64_t t1 = tiles * (rank + 1) / ws.split_ctas;
+    const std::int64_t t0 = share::first(tiles, rank, ws.split_ctas);
+    const std::int64_t t1 = share::first(tiles, rank + 1, ws.split_ctas);
 
     partial acc = share::load(a, w, t0, t1, ws.stash_tiles, f, stashed);
     acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
