@@ -382,8 +382,9 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // once). On the H200 (bf16, rows of 9..16 x 16384 - 1024 columns) the clusters of 10-15
     // ran at 81-92% of copy, the streaming CTAs at 89-94%; at 9 and 16 the clusters led by
     // 1 point (README, "Tuning notes").
-    const bool stream = dir == direction::backward && elem_size == 2 && ctas(config) >= 10 &&
-                        ctas(config) <= 15 && rows * ctas(config) > limits.sm_count;
+    const std::int64_t n = ctas(cluster_config);
+    const bool stream = dir == direction::backward && elem_size == 2 && n >= 10 && n <= 15 &&
+                        rows * n > limits.sm_count;
     if (held && !stream)
       return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(ctas(config)));
   }
