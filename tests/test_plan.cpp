@@ -245,6 +245,10 @@ TEST(Plan, SixteenBitBackwardStreamsRowsOfTenToFifteenClusterCtas) {
   }
   EXPECT_EQ(bwd(883, 15 * cta + 1).algo, algorithm::cluster);
   EXPECT_EQ(bwd(883, 262144).cluster_size, 16);
+  // The rule counts CTAs of 256 threads: 11 narrow CTAs (128 threads) stay a cluster.
+  EXPECT_EQ(bwd(883, 90000).algo, algorithm::cluster);
+  EXPECT_EQ(bwd(883, 90000).cluster_size, 11);
+  EXPECT_EQ(bwd(883, 90000).threads_per_cta, 128);
   // A few rows (no more CTAs than SMs) keep the cluster's CTAs; so do fp32 rows and forward.
   EXPECT_EQ(bwd(8, 151936).algo, algorithm::cluster);
   EXPECT_EQ(bwd(8, 151936).cluster_size, 10);
