@@ -361,6 +361,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // The fewest CTAs of 256 threads, or of 128 where that leaves fewer idle slots (a row just
     // above a multiple of 256 threads' registers).
     auto ctas = [&](int config) { return ceil_div(windows, capacity(config, 1)); };
+    // A launch of more CTAs than SMs when each row takes `n`: the device is full.
+    auto full = [&](std::int64_t n) { return rows * n > limits.sm_count; };
     const bool held = max_cluster >= 2 && windows <= capacity(cluster_config, max_cluster);
     const bool narrow = ctas(narrow_cluster_config) <= max_cluster &&
                         ctas(narrow_cluster_config) * capacity(narrow_cluster_config, 1) <
@@ -372,8 +374,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // keep the most CTAs). Backward's two tensors at 256 bytes a thread leave one CTA an SM (fp32
     // backward at 151936 columns ran at 60% of copy), and streaming keeps such rows on chip at
     // two CTAs an SM (README, "Tuning notes").
-    const bool wide = dir == direction::forward &&
-                      (!held || (ctas(config) > 8 && rows * ctas(config) > limits.sm_count));
+    const bool wide =
+        dir == direction::forward && (!held || (ctas(config) > 8 && full(ctas(config))));
     if (max_cluster >= 2 && wide && windows <= capacity(wide_cluster_config, max_cluster))
       return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
                        static_cast<int>(ctas(wide_cluster_config)));
@@ -383,8 +385,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // ran at 81-92% of copy, the streaming CTAs at 89-94%; at 9 and 16 the clusters led by
     // 1 point (README, "Tuning notes").
     const std::int64_t n = ctas(cluster_config);
-    const bool stream = dir == direction::backward && elem_size == 2 && n >= 10 && n <= 15 &&
-                        rows * n > limits.sm_count;
+    const bool stream =
+        dir == direction::backward && elem_size == 2 && n >= 10 && n <= 15 && full(n);
     if (held && !stream)
       return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(ctas(config)));
   }
