@@ -152,11 +152,12 @@ cudaError_t softmax_backward(T const* dy, T const* y, T* dx, std::int64_t rows, 
 /// cluster holds on chip (256K fp32, 512K bf16/fp16 elements) are then split over many CTAs that
 /// exchange partials through the workspace, each CTA keeping its share of the row in registers
 /// and shared memory, so that rows the device holds on chip (about 4M fp32 or 8M bf16/fp16
-/// elements on an H200, over all rows in flight) are read once; other rows run exactly as
-/// without a workspace. The workspace holds no
-/// state between calls (its counters are zeroed on `stream` before each launch) but must not be
-/// shared by calls that may run concurrently. The split kernel is a cooperative launch: all its
-/// CTAs are resident at once; where the device cannot guarantee that, the call streams instead.
+/// elements on an H200, over all rows in flight) are read once; other rows, and every bf16/fp16
+/// forward row (it streams faster than it splits), run exactly as without a workspace and need
+/// none (the size query gives 0). The workspace holds no state between calls (its counters are
+/// zeroed on `stream` before each launch) but must not be shared by calls that may run
+/// concurrently. The split kernel is a cooperative launch: all its CTAs are resident at once;
+/// where the device cannot guarantee that, the call streams instead.
 ///
 /// @param workspace        device memory, or nullptr for the size query
 /// @param workspace_bytes  in: bytes at `workspace`; out (size query): bytes needed. Not null.
