@@ -45,7 +45,7 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
   const std::int64_t held = std::int64_t{p.threads_per_row} * p.vecs_per_thread * p.cluster_size;
   if (p.algo != algorithm::streaming && held < p.windows) return "row does not fit";
   // No idle CTA: one CTA fewer would not hold the row (streaming: no CTA without a tile).
-  if (p.algo == algorithm::cluster && p.cluster_size > 1 &&
+  if ((p.algo == algorithm::cluster || p.algo == algorithm::staged) && p.cluster_size > 1 &&
       std::int64_t{p.threads_per_row} * p.vecs_per_thread * (p.cluster_size - 1) >= p.windows)
     return "a spare CTA";
   if (p.algo == algorithm::streaming &&
@@ -81,6 +81,9 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
           for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); ++cols) {
             const rs::plan p = rs::plan_for(dir, 7, cols, elem, c.layout, d);
             const char* err = plan_error(p, 7, cols, c, d);
+            if (!err && !rs::detail::runs(kernel_configs[p.config], dir))
+              err = "a configuration without a kernel for the direction";
+            if (!err && p.algo == algorithm::staged && elem != 2) err = "staged fp32";
             ASSERT_EQ(err, nullptr)
                 << err << ": cols=" << cols << " elem=" << elem << " vec=" << c.layout.vec
                 << " shifted=" << c.layout.shifted << " cc=" << d.compute_capability
@@ -122,10 +125,12 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 32 * n + 1).rows_per_cta, 4);
     EXPECT_EQ(fwd(elem, 64 * n + 1).threads_per_row, 128);
     EXPECT_EQ(fwd(elem, 64 * n + 1).rows_per_cta, 2);
-    // One 256-thread CTA holds 32 KB (8K fp32, 16K bf16/fp16 elements); clusters beyond.
+    // One 256-thread CTA holds 32 KB (8K fp32, 16K bf16/fp16 elements); clusters beyond (in
+    // registers for fp32; 16-bit rows are staged, see below).
     EXPECT_EQ(fwd(elem, 256 * n).algo, algorithm::registers);
     EXPECT_EQ(fwd(elem, 256 * n).threads_per_cta, 256);
-    EXPECT_EQ(fwd(elem, 256 * n + 1).algo, algorithm::cluster);
+    EXPECT_EQ(fwd(elem, 256 * n + 1).algo, elem == 4 ? algorithm::cluster : algorithm::staged);
+    if (elem == 2) continue;
     // Just above one CTA: three 128-thread CTAs (3/4 of the row's slots used) rather than two
     // of 256 (1/2).
     EXPECT_EQ(fwd(elem, 256 * n + 1).cluster_size, 3);
@@ -142,16 +147,16 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 4096 * n).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 4096 * n).threads_per_cta, 256);
     // Vocabulary rows: as many CTAs as they need.
-    EXPECT_EQ(fwd(elem, 32000).cluster_size, elem == 4 ? 4 : 2);
-    EXPECT_EQ(fwd(elem, 50257).cluster_size, elem == 4 ? 4 : 7);  // fp32: 13 of 128 threads
-    EXPECT_EQ(fwd(elem, 50257).threads_per_cta, elem == 4 ? 256 : 128);
+    EXPECT_EQ(fwd(elem, 32000).cluster_size, 4);
+    EXPECT_EQ(fwd(elem, 50257).cluster_size, 4);  // of 256 bytes a thread, not 13 of 128 threads
+    EXPECT_EQ(fwd(elem, 50257).threads_per_cta, 256);
     EXPECT_EQ(fwd(elem, 128256).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 128256).threads_per_cta, 256);
-    EXPECT_EQ(fwd(elem, 128256).vecs_per_thread * fwd(elem, 128256).vec, elem == 4 ? 2 * n : n);
+    EXPECT_EQ(fwd(elem, 128256).vecs_per_thread * fwd(elem, 128256).vec, 2 * n);
     // Beyond 16 CTAs of 256 threads: 256 bytes a thread, again as many CTAs as needed.
     EXPECT_EQ(fwd(elem, 4096 * n + 1).vecs_per_thread * fwd(elem, 4096 * n + 1).vec, 2 * n);
     EXPECT_EQ(fwd(elem, 4096 * n + 1).cluster_size, 9);
-    EXPECT_EQ(fwd(elem, 151936).cluster_size, elem == 4 ? 10 : 5);
+    EXPECT_EQ(fwd(elem, 151936).cluster_size, 10);
     EXPECT_EQ(fwd(elem, 8192 * n).algo, algorithm::cluster);
     EXPECT_EQ(fwd(elem, 8192 * n).cluster_size, 16);
     // Then streaming in tiles of 256 threads x 128 bytes, forward without a stash: 33 tiles
@@ -254,8 +259,58 @@ TEST(Plan, SixteenBitBackwardStreamsRowsOfTenToFifteenClusterCtas) {
   EXPECT_EQ(bwd(8, 151936).cluster_size, 10);
   EXPECT_EQ(bwd(883, 11 * 8192, 4).algo, algorithm::cluster);
   EXPECT_EQ(bwd(883, 11 * 8192, 4).cluster_size, 11);
-  EXPECT_EQ(rs::plan_for(rs::direction::forward, 883, 151936, 2, {8, false}, h200).algo,
+  EXPECT_EQ(rs::plan_for(rs::direction::forward, 883, 151936, 4, {4, false}, h200).algo,
             algorithm::cluster);
+}
+
+TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
+  const auto fwd = [](std::int64_t rows, std::int64_t cols, bool shifted = false,
+                      rs::device_limits d = h200) {
+    return rs::plan_for(rs::direction::forward, rows, cols, 2, {8, shifted}, d);
+  };
+  const std::int64_t cta = 16384;  // elements a staged CTA holds: 256 threads x 8 x 16 bytes
+  EXPECT_EQ(fwd(1046, cta).algo, algorithm::registers);
+  for (std::int64_t rows : {1, 8, 64, 1046})
+    for (bool shifted : {false, true})
+      for (std::int64_t cols :
+           {cta + 1, 2 * cta, 2 * cta + 1, std::int64_t{32000}, std::int64_t{50257},
+            std::int64_t{128256}, std::int64_t{151936}, 15 * cta + 1, 16 * cta - 7}) {
+        const auto p = fwd(rows, cols, shifted);
+        SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " " +
+                     rs::to_string(p));
+        EXPECT_EQ(p.algo, algorithm::staged);
+        EXPECT_EQ(p.config, rs::detail::staged_config);
+        // The fewest CTAs that hold the row (its windows, a head window where shifted).
+        EXPECT_EQ(p.cluster_size, rs::detail::ceil_div(p.windows, 2048));
+        EXPECT_EQ(p.vecs_per_thread, 8);
+        EXPECT_EQ(p.grid_ctas, rows * p.cluster_size);
+        EXPECT_EQ(rs::to_string(p).substr(0, 7), "staged ");
+      }
+  EXPECT_EQ(fwd(883, 151936).cluster_size, 10);
+  EXPECT_EQ(fwd(1046, 50257).cluster_size, 4);
+  EXPECT_EQ(fwd(512, 16 * cta).cluster_size, 16);
+  // A shifted row of 16 CTAs' elements needs one window more: 256 bytes a thread in registers.
+  EXPECT_EQ(fwd(512, 16 * cta, true).algo, algorithm::cluster);
+  EXPECT_EQ(fwd(512, 16 * cta + 1).algo, algorithm::cluster);
+  EXPECT_EQ(fwd(512, 16 * cta + 1).cluster_size, 9);
+  // Clusters of at most 8 (size 16 refused): staged up to 8 CTAs, then as before.
+  EXPECT_EQ(fwd(1046, 8 * cta, false, hopper_portable).algo, algorithm::staged);
+  EXPECT_EQ(fwd(1046, 8 * cta, false, hopper_portable).cluster_size, 8);
+  EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).algo, algorithm::cluster);
+  EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).cluster_size, 5);
+  // No clusters (sm_80): never staged. Backward and fp32 forward: never staged.
+  EXPECT_EQ(fwd(1046, cta + 1, false, a100).algo, algorithm::registers);
+  EXPECT_EQ(fwd(1046, cta + 1, false, a100).threads_per_cta, 512);
+  for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); cols += 997) {
+    EXPECT_NE(rs::plan_for(rs::direction::backward, 64, cols, 2, {8, false}, h200).algo,
+              algorithm::staged);
+    EXPECT_NE(rs::plan_for(rs::direction::forward, 64, cols, 4, {4, false}, h200).algo,
+              algorithm::staged);
+  }
+  // The staged configuration runs forward only.
+  EXPECT_TRUE(rs::detail::runs(kernel_configs[rs::detail::staged_config], rs::direction::forward));
+  EXPECT_FALSE(
+      rs::detail::runs(kernel_configs[rs::detail::staged_config], rs::direction::backward));
 }
 
 TEST(Plan, ToStringNamesTheTier) {
@@ -263,6 +318,8 @@ TEST(Plan, ToStringNamesTheTier) {
   EXPECT_EQ(rs::to_string(p), "cluster x16 cta=256 tpr=256 vec=4x8");
   const auto q = rs::plan_for(rs::direction::backward, 883, 151936, 2, {8, true}, h200);
   EXPECT_EQ(rs::to_string(q), "streaming x5 cta=256 tpr=256 vec=8x8 head stash=1");
+  const auto r = rs::plan_for(rs::direction::forward, 883, 151936, 2, {8, true}, h200);
+  EXPECT_EQ(rs::to_string(r), "staged x10 cta=256 tpr=256 vec=8x8 head");
 }
 
 TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {

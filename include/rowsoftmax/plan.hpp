@@ -30,6 +30,9 @@ enum class algorithm : std::uint8_t {
   split,      ///< many CTAs share a row through a workspace, each keeping its share on chip
               ///< (registers and shared memory) where the CTAs the device runs at once hold
               ///< it; x is read once, or the overflow twice (launchers given a workspace)
+  staged,     ///< forward only: a thread-block cluster (sm_90+) copies one row into its CTAs'
+              ///< shared memory (bulk asynchronous copies) and reduces and normalizes it from
+              ///< there, its registers free of row data; x is read once
 };
 
 /// What the planner needs to know about the device. `query_device_limits` (softmax.cuh) fills
@@ -114,6 +117,7 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::streaming, 256, 128, 256, false, true},   // 13
     {algorithm::streaming, 256, 128, 256, true, true},    // 14
     {algorithm::split, 256, 128, 256, false, true},       // 15
+    {algorithm::staged, 256, 128, 256, true, false},      // 16: forward only
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -126,6 +130,7 @@ inline constexpr int wide_cluster_config = 12;
 inline constexpr int streaming_config = 13;
 inline constexpr int streaming_cluster_config = 14;
 inline constexpr int split_config = 15;
+inline constexpr int staged_config = 16;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -143,9 +148,22 @@ constexpr int tensors_of(direction dir) noexcept {
   return dir == direction::forward ? 1 : 2;
 }
 
+/// Whether a configuration runs `dir`: the staged one forward only.
+constexpr bool runs(kernel_config const& c, direction dir) noexcept {
+  return c.algo != algorithm::staged || dir == direction::forward;
+}
+
+/// Shared memory a staged CTA copies its share of the row into: its threads' bytes.
+ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t staging_bytes(kernel_config const& c) noexcept {
+  return std::int64_t{c.bytes} * c.threads_per_cta;
+}
+
 /// CTAs of a configuration an SM runs at once, as its kernels' register bound sets them: the
-/// row data a thread holds plus 48 registers (kernels.cuh).
+/// row data a thread holds plus 48 registers (kernels.cuh). Staged CTAs hold their row data in
+/// shared memory instead: as many as 228 KB of it holds (with 2 KB a CTA for the system, the
+/// exchange and the barriers), and a register bound to match.
 constexpr int ctas_per_sm(kernel_config const& c, int tensors) noexcept {
+  if (c.algo == algorithm::staged) return static_cast<int>(233472 / (staging_bytes(c) + 2048));
   const int bound = 65536 / (c.threads_per_cta * (c.bytes / 4 * tensors + 48));
   return bound > 1 ? bound : 1;
 }
@@ -329,10 +347,11 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// Pure and constexpr: depends only on its arguments. Rows that one 256-thread CTA holds
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
 /// that holds them (sub-warp rows share a warp); longer rows the fewest CTAs of a cluster (up
-/// to `limits.max_cluster_size`) that hold them, first at 128 bytes a thread (CTAs of 256
-/// threads, or of 128 where they leave fewer slots idle), then, forward only, at 256 (also
-/// where 128 bytes a thread would take more than 8 CTAs a row and more CTAs than SMs in all);
-/// without clusters, one 512-thread CTA. 16-bit backward rows that would take 10 to 15 CTAs of
+/// to `limits.max_cluster_size`) that hold them: 16-bit forward rows in shared memory (staged,
+/// 32 KB a CTA); others in registers, first at 128 bytes a thread (CTAs of 256 threads, or of
+/// 128 where they leave fewer slots idle), then, forward only, at 256 (also where 128 bytes a
+/// thread would take more than 8 CTAs a row and more CTAs than SMs in all); without clusters,
+/// one 512-thread CTA. 16-bit backward rows that would take 10 to 15 CTAs of
 /// 256 threads, in launches of more CTAs than SMs, stream instead (read once, half the CTAs).
 /// Longer rows stream in tiles through the fewest CTAs of a cluster (or one CTA) that keep the row
 /// on chip (registers and a shared-memory stash), or through as many as allowed, reading the
@@ -358,6 +377,16 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   if (vec > 1) {
     if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
       return make_plan(wide_cta_config, layout, rows, windows, elem_size);
+    // 16-bit forward: the fewest staged CTAs that hold the row (16K elements each). Its
+    // registers free of row data, an SM runs 6 such CTAs with 192 KB of the row in flight
+    // against the register clusters' 3 with 96 KB, which the two exps an element of packed
+    // 16-bit rows had left waiting on the exps. On the H200 (bf16, rows*cols = 2^27) 85-93% of
+    // copy against 73-90% (151936: 87% against 73%; README, "Tuning notes").
+    if (dir == direction::forward && elem_size == 2 && max_cluster >= 2) {
+      const std::int64_t n = ceil_div(windows, capacity(staged_config, 1));
+      if (n <= max_cluster)
+        return make_plan(staged_config, layout, rows, windows, elem_size, static_cast<int>(n));
+    }
     // The fewest CTAs of 256 threads, or of 128 where that leaves fewer idle slots (a row just
     // above a multiple of 256 threads' registers).
     auto ctas = [&](int config) { return ceil_div(windows, capacity(config, 1)); };
@@ -417,7 +446,8 @@ inline std::string to_string(plan const& p) {
   const char* algo = p.algo == algorithm::registers   ? "registers"
                      : p.algo == algorithm::cluster   ? "cluster"
                      : p.algo == algorithm::streaming ? "streaming"
-                                                      : "split";
+                     : p.algo == algorithm::split     ? "split"
+                                                      : "staged";
   std::string s = algo;
   if (p.cluster_size > 1) s += " x" + std::to_string(p.cluster_size);
   if (p.algo == algorithm::split)

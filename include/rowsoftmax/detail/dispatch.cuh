@@ -23,13 +23,17 @@ constexpr auto kernel_ptr() {
     return &streaming_kernel<Op, V, Config>;
   } else if constexpr (kernel_configs[Config].algo == algorithm::split) {
     return &split_kernel<Op, V, Config>;
+  } else if constexpr (kernel_configs[Config].algo == algorithm::staged) {
+    return &staged_kernel<Op, V, Config>;
   } else {
     return &resident_kernel<Op, V, Config>;
   }
 }
 
 /// Calls f(std::integral_constant<int, V>, std::integral_constant<int, Config>) for the plan's
-/// vector width and configuration: the switch from plan to template arguments.
+/// vector width and configuration: the switch from plan to template arguments. A configuration
+/// without a kernel for the op or the width (the staged one backward, the scalar fallback
+/// where it has none) gives cudaErrorInvalidValue.
 template <class Op, class F, int V, std::size_t... I>
 cudaError_t visit_configs(int config, F&& f, std::integral_constant<int, V> v,
                           std::index_sequence<I...>) {
@@ -39,7 +43,10 @@ cudaError_t visit_configs(int config, F&& f, std::integral_constant<int, V> v,
               err =
                   [&] {
                     constexpr int c = static_cast<int>(I);
-                    if constexpr (V == 1 && !kernel_configs[c].scalar_ok) {
+                    constexpr direction dir =
+                        Op::tensors == 1 ? direction::forward : direction::backward;
+                    if constexpr ((V == 1 && !kernel_configs[c].scalar_ok) ||
+                                  !runs(kernel_configs[c], dir)) {
                       return cudaErrorInvalidValue;
                     } else {
                       return f(v, std::integral_constant<int, c>{});
@@ -79,11 +86,13 @@ inline cudaLaunchConfig_t launch_config(plan const& p, cudaStream_t stream,
   return cfg;
 }
 
-/// Dynamic shared memory of a plan's CTAs: the stash of a streaming or split plan.
+/// Dynamic shared memory of a plan's CTAs: the stash of a streaming or split plan, the row
+/// share of a staged one.
 template <class Op>
-constexpr std::size_t stash_bytes(plan const& p) {
-  return static_cast<std::size_t>(p.stash_tiles *
-                                  stash_tile_bytes(kernel_configs[p.config], Op::tensors));
+constexpr std::size_t dynamic_smem_bytes(plan const& p) {
+  kernel_config const& c = kernel_configs[p.config];
+  if (c.algo == algorithm::staged) return static_cast<std::size_t>(staging_bytes(c));
+  return static_cast<std::size_t>(p.stash_tiles * stash_tile_bytes(c, Op::tensors));
 }
 
 inline constexpr int max_cached_devices = 64;
@@ -96,9 +105,9 @@ inline bool cacheable(plan const& p, int device) {
 }
 
 /// Once per device and kernel: allows a clustered kernel clusters of up to 16 CTAs and, for a
-/// plan with a stash, a streaming or split kernel all the dynamic shared memory a CTA may have
-/// (the opt-in less its static shared memory). A kernel never launched with a stash keeps its
-/// default limit.
+/// plan with dynamic shared memory (a stash, a staged row share), the kernel all the dynamic
+/// shared memory a CTA may have (the opt-in less its static shared memory). A kernel never
+/// launched with dynamic shared memory keeps its default limit.
 template <class Op, int V, int Config>
 cudaError_t prepare_kernel(plan const& p, int device) {
   static std::atomic<bool> clustered[max_cached_devices], sized[max_cached_devices];
@@ -111,9 +120,10 @@ cudaError_t prepare_kernel(plan const& p, int device) {
       if (cached) clustered[device].store(true, std::memory_order_relaxed);
     }
   }
-  if constexpr (kernel_configs[Config].algo == algorithm::streaming ||
-                kernel_configs[Config].algo == algorithm::split) {
-    if (p.stash_tiles > 0 && !(cached && sized[device].load(std::memory_order_relaxed))) {
+  if constexpr (kernel_configs[Config].algo != algorithm::registers &&
+                kernel_configs[Config].algo != algorithm::cluster) {
+    if (dynamic_smem_bytes<Op>(p) > 0 &&
+        !(cached && sized[device].load(std::memory_order_relaxed))) {
       int optin = 0;
       cudaFuncAttributes fa{};
       ROWSOFTMAX_TRY(
@@ -152,7 +162,7 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
   plan one = p;
   one.grid_ctas = n;
   cudaLaunchConfig_t cfg = launch_config(one, nullptr, attr);
-  cfg.dynamicSmemBytes = stash_bytes<Op>(p);
+  cfg.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
   int clusters = 0;
   const cudaError_t err =
       cudaOccupancyMaxActiveClusters(&clusters, kernel_ptr<Op, V, Config>(), &cfg);
@@ -179,7 +189,7 @@ cudaError_t resident_ctas(plan const& p, int device, int* out) {
     ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     ROWSOFTMAX_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &per_sm, kernel_ptr<Op, V, Config>(), kernel_configs[Config].threads_per_cta,
-        stash_bytes<Op>(p)));
+        dynamic_smem_bytes<Op>(p)));
     n = cooperative != 0 && per_sm > 0 ? per_sm * sms : -1;
     if (cached) resident[device][p.stash_tiles].store(n, std::memory_order_relaxed);
   }
@@ -261,15 +271,16 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
                                reinterpret_cast<partial*>(static_cast<char*>(workspace) +
                                                           split_partials_offset(p.row_groups)),
                                p.row_groups, p.split_ctas, p.stash_tiles};
-      lc.dynamicSmemBytes = stash_bytes<Op>(p);
+      lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
       attr[0].id = cudaLaunchAttributeCooperative;
       attr[0].val.cooperative = 1;
       lc.numAttrs = 1;
       return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, ws);
     } else if constexpr (kernel_configs[C].algo == algorithm::streaming) {
-      lc.dynamicSmemBytes = stash_bytes<Op>(p);
+      lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
       return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size, p.stash_tiles);
     } else {
+      lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);  // 0 but staged
       return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size);
     }
   });
@@ -277,7 +288,8 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
 
 /// Launches any configuration `p` names for `a` (tests and benchmarks force plans through
 /// it). Refuses (cudaErrorInvalidValue) a plan that does not match the arguments: a vector
-/// width or alignment the pointers do not allow, or too little capacity; and
+/// width or alignment the pointers do not allow, too little capacity, or a configuration
+/// without a kernel for the op (the staged one backward); and
 /// (cudaErrorInvalidConfiguration) a cluster, stash or split the device cannot run.
 template <class Op, std::size_t N>
 cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const& a,

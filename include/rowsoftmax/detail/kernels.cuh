@@ -9,9 +9,12 @@
 //   split_kernel     - a row's tiles shared by many CTAs that meet through a workspace, each
 //                      CTA keeping its share in registers and shared memory between the passes
 //                      (what does not fit is read again).
+//   staged_kernel    - forward: a row copied into the shared memory of a cluster's CTAs, reduced
+//                      and normalized from there (sm_90).
 #pragma once
 
 #include <cuda/atomic>
+#include <cuda/ptx>
 
 #include <cstdint>
 #include <cstring>
@@ -265,6 +268,132 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     share::store(a, w, t0, t1, ws.stash_tiles, f, stashed, total);
     __syncthreads();  // total_smem and the exchange's slots are rewritten by the next row
   }
+}
+
+/// Window `j` of a staged row of `cols` elements with a head of `shift` (a ragged one: some
+/// elements outside [0, cols)), read element-wise as `load_windows` reads it, outside elements
+/// -inf. Out of line: at most two a row.
+template <class T, int V>
+__device__ __noinline__ vec_t<T, V> staged_edge(T const* row, int cols, int shift, int j) {
+  const row_window w{0, cols, j, 1, shift};
+  vec_t<T, V> v[1];
+  load_windows(row, w, from_float<T>(neg_inf), v);
+  finish_windows(w, from_float<T>(neg_inf), v);
+  return v[0];
+}
+
+/// Its store: the in-range elements of window `j`.
+template <class T, int V>
+__device__ __noinline__ void staged_edge_store(T* row, int cols, int shift, int j, vec_t<T, V> v) {
+  const row_window w{0, cols, j, 1, shift};
+  vec_t<T, V> const out[1] = {v};
+  store_windows(row, w, out);
+}
+
+/// Forward rows in shared memory, one a cluster, CTA r owning windows [r * share, (r + 1) *
+/// share) as in resident_kernel. A CTA's share lands in its shared memory in two halves, each
+/// a bulk asynchronous copy of its whole windows (issued by thread 0, counted by its own
+/// mbarrier); the ragged head and tail windows each thread reads itself, and windows past the
+/// share are -inf. Thread i's slot k is window k * threads + i of the share. Each thread folds
+/// its slots of the first half while the second lands (online: max, then the sum rescaled),
+/// the CTAs exchange once, and each thread stores its slots from shared memory. The registers
+/// hold no row data, so the CTAs an SM runs are set by shared memory (ctas_per_sm).
+template <class Op, int V, int Config>
+ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
+                                         (kernel_shape<Op, V, Config>::min_ctas_per_sm))
+    staged_kernel(typename Op::args const a, int const cluster_size) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  (void)a, (void)cluster_size;
+  __trap();
+#else
+  using shape = kernel_shape<Op, V, Config>;
+  using T = typename Op::value_type;
+  using vec = vec_t<T, V>;
+  constexpr int threads = shape::threads_per_cta;
+  constexpr int half = shape::slots / 2;  // slots a half
+  static_assert(Op::tensors == 1 && shape::threads_per_row == threads && shape::slots % 2 == 0,
+                "forward, one row a CTA, two halves");
+  __shared__ typename shape::exchange::storage smem;
+  __shared__ std::uint64_t landed[2];
+  extern __shared__ uint4 staged[];
+  shape::exchange::begin(smem, shape::warps_per_row, cluster_size);
+
+  const int cta_rank = static_cast<int>(blockIdx.x % cluster_size);
+  const row_window w = Op::template window<V>(a, std::int64_t{blockIdx.x / cluster_size}, 0, 1);
+  T const* const x = a.x + w.row * a.x_stride;
+  // The planner keeps a row within 16 CTAs' shared memory: window counts fit an int.
+  const int cols = static_cast<int>(w.cols);
+  const int share = static_cast<int>(ceil_div(ceil_div(w.cols + w.shift, V), cluster_size));
+  const int first = cta_rank * share;  // the share's first window in the row
+  const int owned = min(static_cast<int>(ceil_div(w.cols + w.shift, V)) - first, share);
+  // The share's whole windows, [whole0, whole1) counted from its first.
+  const int whole0 = max((w.shift > 0 ? 1 : 0) - first, 0);
+  const int whole1 = min((cols + w.shift) / V - first, owned);
+  const int at = first * V - w.shift;  // the share's first element in the row
+  const vec neg = [] {
+    vec v;
+#pragma unroll
+    for (int i = 0; i < vec::words; ++i) v.w[i] = vec::fill_word(from_float<T>(neg_inf));
+    return v;
+  }();
+
+  if (threadIdx.x == 0) {
+    cuda::ptx::mbarrier_init(&landed[0], 1);
+    cuda::ptx::mbarrier_init(&landed[1], 1);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int lo = max(h * half * threads, whole0), hi = min((h + 1) * half * threads, whole1);
+      const std::uint32_t bytes = hi > lo ? static_cast<std::uint32_t>(hi - lo) * 16u : 0u;
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                           cuda::ptx::space_shared, &landed[h], bytes);
+      if (bytes > 0)
+        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, &staged[lo],
+                                 x + at + lo * V, bytes, &landed[h]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < shape::slots; ++k) {
+    const int i = k * threads + static_cast<int>(threadIdx.x);
+    if (i < whole0 || i >= whole1)
+      staged[i] = bits_as<uint4>(i < owned ? staged_edge<T, V>(x, cols, w.shift, first + i) : neg);
+  }
+  __syncthreads();  // the mbarriers are initialized
+
+  float m = neg_inf, s = 0.0f;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    while (!cuda::ptx::mbarrier_try_wait_parity(&landed[h], 0)) {
+    }
+    vec v[half];
+    float hm = neg_inf;
+#pragma unroll
+    for (int k = 0; k < half; ++k) {
+      v[k] = bits_as<vec>(staged[(h * half + k) * threads + threadIdx.x]);
+      hm = fmaxf(hm, v[k].max());
+    }
+    const float m2 = fmaxf(m, hm), shift = safe_shift(m2);
+    s = s * exp2_fast((m - shift) * log2e) + Op::template exp_sum<false>(v, shift);
+    m = m2;
+  }
+  const partial total =
+      shape::exchange::allreduce({m, s}, smem, shape::warps_per_row, cluster_size);
+
+  const float shift = safe_shift(total.m), inv = 1.0f / total.s;
+  T* const y = a.y + w.row * a.y_stride;
+#pragma unroll 2
+  for (int k = 0; k < shape::slots; ++k) {
+    const int i = k * threads + static_cast<int>(threadIdx.x);
+    if (i < owned) {
+      const vec out = Op::normalized(bits_as<vec>(staged[i]), shift, inv);
+      if (i >= whole0 && i < whole1) {
+        *reinterpret_cast<vec*>(y + at + i * V) = out;
+      } else {
+        staged_edge_store<T, V>(y, cols, w.shift, first + i, out);
+      }
+    }
+  }
+#endif
 }
 
 }  // namespace rowsoftmax::detail

@@ -58,19 +58,34 @@ struct forward_op {
     for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, f.v[k].max());
   }
 
-  template <int V, int N>
-  __device__ static partial fold(fragment<V, N>& f) {
-    const float shift = safe_shift(f.m);
+  /// The sum of exp(x - shift) over the elements of `v`; fp32 elements are overwritten by
+  /// their exps where `Keep`.
+  template <bool Keep, int V, int N>
+  __device__ static float exp_sum(vec_t<T, V> (&v)[N], float shift) {
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < N; ++k)
 #pragma unroll
       for (int l = 0; l < V; ++l) {
-        const float e = exp2_fast((f.v[k].at(l) - shift) * log2e);
-        if constexpr (keeps_exp) f.v[k].w[l] = bits_as<std::uint32_t>(e);
+        const float e = exp2_fast((v[k].at(l) - shift) * log2e);
+        if constexpr (Keep) v[k].w[l] = bits_as<std::uint32_t>(e);
         s += e;
       }
-    return {f.m, s};
+    return s;
+  }
+
+  /// exp(x - shift) * inv, rounded to T.
+  template <int V>
+  __device__ static vec_t<T, V> normalized(vec_t<T, V> const& x, float shift, float inv) {
+    float y[V];
+#pragma unroll
+    for (int l = 0; l < V; ++l) y[l] = exp2_fast((x.at(l) - shift) * log2e) * inv;
+    return vec_t<T, V>::round(y);
+  }
+
+  template <int V, int N>
+  __device__ static partial fold(fragment<V, N>& f) {
+    return {f.m, exp_sum<keeps_exp>(f.v, safe_shift(f.m))};
   }
 
   /// fp32: y = exp(x - m_thread) * exp(m_thread - M) / S; 16-bit: y = exp(x - M) * (1 / S).
@@ -96,10 +111,7 @@ struct forward_op {
       for (int k = 0; k < N; ++k) {
         vec_t<T, V> x = f.v[k];
         x.opaque();  // convert again rather than keep fold's floats alive across the exchange
-        float y[V];
-#pragma unroll
-        for (int l = 0; l < V; ++l) y[l] = exp2_fast((x.at(l) - shift) * log2e) * inv;
-        out[k] = vec_t<T, V>::round(y);
+        out[k] = normalized(x, shift, inv);
       }
     }
     store_windows(a.y + w.row * a.y_stride, w, out);
