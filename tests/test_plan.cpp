@@ -279,26 +279,15 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
         SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " " +
                      rs::to_string(p));
         EXPECT_EQ(p.algo, algorithm::staged);
-        // The fewest CTAs that hold the row (its windows, a head window where shifted): of 256
-        // threads (2048 windows), or of 128 (1024) where that leaves fewer idle slots.
-        const std::int64_t n = rs::detail::ceil_div(p.windows, 2048);
-        const std::int64_t m = rs::detail::ceil_div(p.windows, 1024);
-        const bool narrow = m <= 16 && m * 1024 < n * 2048;
-        EXPECT_EQ(p.config, narrow ? rs::detail::narrow_staged_config : rs::detail::staged_config);
-        EXPECT_EQ(p.cluster_size, narrow ? m : n);
-        EXPECT_EQ(p.threads_per_cta, narrow ? 128 : 256);
+        EXPECT_EQ(p.config, rs::detail::staged_config);
+        // The fewest CTAs that hold the row (its windows, a head window where shifted).
+        EXPECT_EQ(p.cluster_size, rs::detail::ceil_div(p.windows, 2048));
         EXPECT_EQ(p.vecs_per_thread, 8);
         EXPECT_EQ(p.grid_ctas, rows * p.cluster_size);
         EXPECT_EQ(rs::to_string(p).substr(0, 7), "staged ");
       }
   EXPECT_EQ(fwd(883, 151936).cluster_size, 10);
-  EXPECT_EQ(fwd(883, 151936).threads_per_cta, 256);
-  EXPECT_EQ(fwd(8191, cta + 1).cluster_size, 3);  // 3 CTAs of 128 threads, not 2 of 256
-  EXPECT_EQ(fwd(8191, cta + 1).threads_per_cta, 128);
-  EXPECT_EQ(fwd(1046, 50257).cluster_size, 7);
-  EXPECT_EQ(fwd(1046, 50257).threads_per_cta, 128);
-  EXPECT_EQ(fwd(1046, 128256).cluster_size, 8);  // 16 of 128 threads leave as many idle
-  EXPECT_EQ(fwd(1046, 128256).threads_per_cta, 256);
+  EXPECT_EQ(fwd(1046, 50257).cluster_size, 4);
   EXPECT_EQ(fwd(512, 16 * cta).cluster_size, 16);
   // A shifted row of 16 CTAs' elements needs one window more: 256 bytes a thread in registers.
   EXPECT_EQ(fwd(512, 16 * cta, true).algo, algorithm::cluster);
@@ -318,11 +307,10 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
     EXPECT_NE(rs::plan_for(rs::direction::forward, 64, cols, 4, {4, false}, h200).algo,
               algorithm::staged);
   }
-  // The staged configurations run forward only.
-  for (int c : {rs::detail::staged_config, rs::detail::narrow_staged_config}) {
-    EXPECT_TRUE(rs::detail::runs(kernel_configs[c], rs::direction::forward));
-    EXPECT_FALSE(rs::detail::runs(kernel_configs[c], rs::direction::backward));
-  }
+  // The staged configuration runs forward only.
+  EXPECT_TRUE(rs::detail::runs(kernel_configs[rs::detail::staged_config], rs::direction::forward));
+  EXPECT_FALSE(
+      rs::detail::runs(kernel_configs[rs::detail::staged_config], rs::direction::backward));
 }
 
 TEST(Plan, ToStringNamesTheTier) {

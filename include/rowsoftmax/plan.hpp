@@ -118,7 +118,6 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::streaming, 256, 128, 256, true, true},    // 14
     {algorithm::split, 256, 128, 256, false, true},       // 15
     {algorithm::staged, 256, 128, 256, true, false},      // 16: forward only
-    {algorithm::staged, 128, 128, 128, true, false},      // 17: forward only
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -132,7 +131,6 @@ inline constexpr int streaming_config = 13;
 inline constexpr int streaming_cluster_config = 14;
 inline constexpr int split_config = 15;
 inline constexpr int staged_config = 16;
-inline constexpr int narrow_staged_config = 17;  // 128-thread CTAs: finer shares
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -350,17 +348,17 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
 /// that holds them (sub-warp rows share a warp); longer rows the fewest CTAs of a cluster (up
 /// to `limits.max_cluster_size`) that hold them: 16-bit forward rows in shared memory (staged,
-/// CTAs of 256 threads, or of 128 where they leave fewer slots idle); others in registers, first at
-/// 128 bytes a thread (CTAs of 256 threads, or of 128 where they leave fewer slots idle), then,
-/// forward only, at 256 (also where 128 bytes a thread would take more than 8 CTAs a row and more
-/// CTAs than SMs in all); without clusters, one 512-thread CTA. 16-bit backward rows that would
-/// take 10 to 15 CTAs of 256 threads, in launches of more CTAs than SMs, stream instead (read once,
-/// half the CTAs). Longer rows stream in tiles through the fewest CTAs of a cluster (or one CTA)
-/// that keep the row on chip (registers and a shared-memory stash), or through as many as allowed,
-/// reading the overflow twice; `with_workspace` (the launchers given a workspace), but for 16-bit
-/// forward, they are split over many CTAs instead (see `algorithm::split`). The scalar fallback
-/// (`layout.vec == 1`, 32 elements a thread of any type) has the one-CTA configurations and streams
-/// beyond. Streaming and split size their stashes and groups by the direction's tensors.
+/// 32 KB a CTA); others in registers, first at 128 bytes a thread (CTAs of 256 threads, or of
+/// 128 where they leave fewer slots idle), then, forward only, at 256 (also where 128 bytes a
+/// thread would take more than 8 CTAs a row and more CTAs than SMs in all); without clusters,
+/// one 512-thread CTA. 16-bit backward rows that would take 10 to 15 CTAs of
+/// 256 threads, in launches of more CTAs than SMs, stream instead (read once, half the CTAs).
+/// Longer rows stream in tiles through the fewest CTAs of a cluster (or one CTA) that keep the row
+/// on chip (registers and a shared-memory stash), or through as many as allowed, reading the
+/// overflow twice; `with_workspace` (the launchers given a workspace), but for 16-bit forward, they
+/// are split over many CTAs instead (see `algorithm::split`). The scalar fallback (`layout.vec ==
+/// 1`, 32 elements a thread of any type) has the one-CTA configurations and streams beyond.
+/// Streaming and split size their stashes and groups by the direction's tensors.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits,
@@ -379,26 +377,21 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   if (vec > 1) {
     if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
       return make_plan(wide_cta_config, layout, rows, windows, elem_size);
+    // 16-bit forward: the fewest staged CTAs that hold the row (16K elements each). Its
+    // registers free of row data, an SM runs 6 such CTAs with 192 KB of the row in flight
+    // against the register clusters' 3 with 96 KB, which the two exps an element of packed
+    // 16-bit rows had left waiting on the exps. On the H200 (bf16, rows*cols = 2^27) 85-93% of
+    // copy against 73-90% (151936: 87% against 73%; README, "Tuning notes").
+    if (dir == direction::forward && elem_size == 2 && max_cluster >= 2) {
+      const std::int64_t n = ceil_div(windows, capacity(staged_config, 1));
+      if (n <= max_cluster)
+        return make_plan(staged_config, layout, rows, windows, elem_size, static_cast<int>(n));
+    }
     // The fewest CTAs of 256 threads, or of 128 where that leaves fewer idle slots (a row just
     // above a multiple of 256 threads' registers).
     auto ctas = [&](int config) { return ceil_div(windows, capacity(config, 1)); };
     // A launch of more CTAs than SMs when each row takes `n`: the device is full.
     auto full = [&](std::int64_t n) { return rows * n > limits.sm_count; };
-    // 16-bit forward: the fewest staged CTAs that hold the row, of 256 threads (16K elements),
-    // or of 128 (8K) where that leaves fewer idle slots. Their registers free of row data, an SM
-    // runs 6 (or 12) such CTAs with 192 KB of the row in flight, against the register
-    // clusters' 3 CTAs with 96 KB, which the two exps an element of packed 16-bit rows left
-    // waiting on the exps. On the H200 (bf16, rows*cols = 2^27) 86-93% of copy against 73-91%
-    // (151936: 87% against 73%; README, "Tuning notes").
-    if (dir == direction::forward && elem_size == 2 && max_cluster >= 2) {
-      const std::int64_t n = ctas(staged_config), m = ctas(narrow_staged_config);
-      if (m <= max_cluster &&
-          m * capacity(narrow_staged_config, 1) < n * capacity(staged_config, 1))
-        return make_plan(narrow_staged_config, layout, rows, windows, elem_size,
-                         static_cast<int>(m));
-      if (n <= max_cluster)
-        return make_plan(staged_config, layout, rows, windows, elem_size, static_cast<int>(n));
-    }
     const bool held = max_cluster >= 2 && windows <= capacity(cluster_config, max_cluster);
     const bool narrow = ctas(narrow_cluster_config) <= max_cluster &&
                         ctas(narrow_cluster_config) * capacity(narrow_cluster_config, 1) <
