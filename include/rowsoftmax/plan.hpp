@@ -377,11 +377,12 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   if (vec > 1) {
     if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
       return make_plan(wide_cta_config, layout, rows, windows, elem_size);
-    // 16-bit forward: the fewest staged CTAs that hold the row (16K elements each). Its
+    // 16-bit forward: the fewest staged CTAs that hold the row (16K elements each). Their
     // registers free of row data, an SM runs 6 such CTAs with 192 KB of the row in flight
     // against the register clusters' 3 with 96 KB, which the two exps an element of packed
-    // 16-bit rows had left waiting on the exps. On the H200 (bf16, rows*cols = 2^27) 85-93% of
-    // copy against 73-90% (151936: 87% against 73%; README, "Tuning notes").
+    // 16-bit rows had left waiting on the exps. On the H200 (rows*cols = 2^27) 85-93% of copy
+    // from 32000 columns on, against 73-93% (151936: 87-88% against 73-74%); 16385: 72-74%
+    // against 62-64%. CTAs of 128 threads were slower (README, "Tuning notes" 29-30).
     if (dir == direction::forward && elem_size == 2 && max_cluster >= 2) {
       const std::int64_t n = ceil_div(windows, capacity(staged_config, 1));
       if (n <= max_cluster)
