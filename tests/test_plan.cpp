@@ -289,15 +289,32 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
   EXPECT_EQ(fwd(883, 151936).cluster_size, 10);
   EXPECT_EQ(fwd(1046, 50257).cluster_size, 4);
   EXPECT_EQ(fwd(512, 16 * cta).cluster_size, 16);
-  // A shifted row of 16 CTAs' elements needs one window more: 256 bytes a thread in registers.
-  EXPECT_EQ(fwd(512, 16 * cta, true).algo, algorithm::cluster);
-  EXPECT_EQ(fwd(512, 16 * cta + 1).algo, algorithm::cluster);
-  EXPECT_EQ(fwd(512, 16 * cta + 1).cluster_size, 9);
-  // Clusters of at most 8 (size 16 refused): staged up to 8 CTAs, then as before.
-  EXPECT_EQ(fwd(1046, 8 * cta, false, hopper_portable).algo, algorithm::staged);
+  // Rows 16 such CTAs do not hold (a shifted row of 16 CTAs' elements needs one window more):
+  // the fewest CTAs of 64 KB (32K elements), up to 16; beyond, streaming.
+  for (std::int64_t rows : {1, 8, 64, 512})
+    for (bool shifted : {false, true})
+      for (std::int64_t cols :
+           {16 * cta + 1, std::int64_t{300001}, 24 * cta, 32 * cta - 7, 32 * cta}) {
+        const auto p = fwd(rows, cols, shifted);
+        SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " " +
+                     rs::to_string(p));
+        EXPECT_EQ(p.algo, shifted && cols == 32 * cta ? algorithm::streaming : algorithm::staged);
+        if (p.algo != algorithm::staged) continue;
+        EXPECT_EQ(p.config, rs::detail::wide_staged_config);
+        EXPECT_EQ(p.cluster_size, rs::detail::ceil_div(p.windows, 4096));
+        EXPECT_EQ(p.vecs_per_thread, 16);
+        EXPECT_EQ(p.grid_ctas, rows * p.cluster_size);
+      }
+  EXPECT_EQ(fwd(512, 16 * cta, true).cluster_size, 9);
+  EXPECT_EQ(fwd(341, 24 * cta).cluster_size, 12);
+  EXPECT_EQ(fwd(256, 32 * cta + 1).algo, algorithm::streaming);
+  // Clusters of at most 8 (size 16 refused): 32 KB CTAs up to 8, then 64 KB ones up to 8, then
+  // streaming.
+  EXPECT_EQ(fwd(1046, 8 * cta, false, hopper_portable).config, rs::detail::staged_config);
   EXPECT_EQ(fwd(1046, 8 * cta, false, hopper_portable).cluster_size, 8);
-  EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).algo, algorithm::cluster);
+  EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).config, rs::detail::wide_staged_config);
   EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).cluster_size, 5);
+  EXPECT_EQ(fwd(1046, 16 * cta + 1, false, hopper_portable).algo, algorithm::streaming);
   // No clusters (sm_80): never staged. Backward and fp32 forward: never staged.
   EXPECT_EQ(fwd(1046, cta + 1, false, a100).algo, algorithm::registers);
   EXPECT_EQ(fwd(1046, cta + 1, false, a100).threads_per_cta, 512);
@@ -307,10 +324,11 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
     EXPECT_NE(rs::plan_for(rs::direction::forward, 64, cols, 4, {4, false}, h200).algo,
               algorithm::staged);
   }
-  // The staged configuration runs forward only.
-  EXPECT_TRUE(rs::detail::runs(kernel_configs[rs::detail::staged_config], rs::direction::forward));
-  EXPECT_FALSE(
-      rs::detail::runs(kernel_configs[rs::detail::staged_config], rs::direction::backward));
+  // The staged configurations run forward only.
+  for (int c : {rs::detail::staged_config, rs::detail::wide_staged_config}) {
+    EXPECT_TRUE(rs::detail::runs(kernel_configs[c], rs::direction::forward));
+    EXPECT_FALSE(rs::detail::runs(kernel_configs[c], rs::direction::backward));
+  }
 }
 
 TEST(Plan, ToStringNamesTheTier) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #if defined(__CUDACC__)
@@ -118,6 +119,7 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::streaming, 256, 128, 256, true, true},    // 14
     {algorithm::split, 256, 128, 256, false, true},       // 15
     {algorithm::staged, 256, 128, 256, true, false},      // 16: forward only
+    {algorithm::staged, 256, 256, 256, true, false},      // 17: forward only
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -131,6 +133,7 @@ inline constexpr int streaming_config = 13;
 inline constexpr int streaming_cluster_config = 14;
 inline constexpr int split_config = 15;
 inline constexpr int staged_config = 16;
+inline constexpr int wide_staged_config = 17;  // 64 KB CTAs for rows 16 of 32 KB do not hold
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -148,7 +151,7 @@ constexpr int tensors_of(direction dir) noexcept {
   return dir == direction::forward ? 1 : 2;
 }
 
-/// Whether a configuration runs `dir`: the staged one forward only.
+/// Whether a configuration runs `dir`: the staged ones forward only.
 constexpr bool runs(kernel_config const& c, direction dir) noexcept {
   return c.algo != algorithm::staged || dir == direction::forward;
 }
@@ -348,17 +351,17 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
 /// that holds them (sub-warp rows share a warp); longer rows the fewest CTAs of a cluster (up
 /// to `limits.max_cluster_size`) that hold them: 16-bit forward rows in shared memory (staged,
-/// 32 KB a CTA); others in registers, first at 128 bytes a thread (CTAs of 256 threads, or of
-/// 128 where they leave fewer slots idle), then, forward only, at 256 (also where 128 bytes a
-/// thread would take more than 8 CTAs a row and more CTAs than SMs in all); without clusters,
-/// one 512-thread CTA. 16-bit backward rows that would take 10 to 15 CTAs of
-/// 256 threads, in launches of more CTAs than SMs, stream instead (read once, half the CTAs).
-/// Longer rows stream in tiles through the fewest CTAs of a cluster (or one CTA) that keep the row
-/// on chip (registers and a shared-memory stash), or through as many as allowed, reading the
-/// overflow twice; `with_workspace` (the launchers given a workspace), but for 16-bit forward, they
-/// are split over many CTAs instead (see `algorithm::split`). The scalar fallback (`layout.vec ==
-/// 1`, 32 elements a thread of any type) has the one-CTA configurations and streams beyond.
-/// Streaming and split size their stashes and groups by the direction's tensors.
+/// 32 KB a CTA, or 64 KB beyond 16 of those); others in registers, first at 128 bytes a thread
+/// (CTAs of 256 threads, or of 128 where they leave fewer slots idle), then, forward only, at 256
+/// (also where 128 bytes a thread would take more than 8 CTAs a row and more CTAs than SMs in all);
+/// without clusters, one 512-thread CTA. 16-bit backward rows that would take 10 to 15 CTAs of 256
+/// threads, in launches of more CTAs than SMs, stream instead (read once, half the CTAs). Longer
+/// rows stream in tiles through the fewest CTAs of a cluster (or one CTA) that keep the row on chip
+/// (registers and a shared-memory stash), or through as many as allowed, reading the overflow
+/// twice; `with_workspace` (the launchers given a workspace), but for 16-bit forward, they are
+/// split over many CTAs instead (see `algorithm::split`). The scalar fallback (`layout.vec == 1`,
+/// 32 elements a thread of any type) has the one-CTA configurations and streams beyond. Streaming
+/// and split size their stashes and groups by the direction's tensors.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits,
@@ -377,16 +380,20 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   if (vec > 1) {
     if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
       return make_plan(wide_cta_config, layout, rows, windows, elem_size);
-    // 16-bit forward: the fewest staged CTAs that hold the row (16K elements each). Their
-    // registers free of row data, an SM runs 6 such CTAs with 192 KB of the row in flight
-    // against the register clusters' 3 with 96 KB, which the two exps an element of packed
-    // 16-bit rows had left waiting on the exps. On the H200 (rows*cols = 2^27) 85-93% of copy
-    // from 32000 columns on, against 73-93% (151936: 87-88% against 73-74%); 16385: 72-74%
-    // against 62-64%. CTAs of 128 threads were slower (README, "Tuning notes" 29-30).
+    // 16-bit forward: the fewest staged CTAs that hold the row, of 32 KB (16K elements), or
+    // of 64 KB where those do not. Their registers free of row data, an SM runs 6 (or 3) such
+    // CTAs with 192 KB of the row in flight, against the register clusters' 3 CTAs with 96 KB,
+    // which the two exps an element of packed 16-bit rows had left waiting on the exps. On the
+    // H200 (rows*cols = 2^27) 85-93% of copy from 32000 columns on, against 73-93% (151936:
+    // 87-88% against 73-74%; 393216 and 524288: 84-85% against 68-74%); 16385: 72-74% against
+    // 62-64%. CTAs of 128 threads were slower, and so were CTAs of 128 KB at 2^20 columns (one
+    // an SM) than streaming (README, "Tuning notes" 29-31).
     if (dir == direction::forward && elem_size == 2 && max_cluster >= 2) {
-      const std::int64_t n = ceil_div(windows, capacity(staged_config, 1));
-      if (n <= max_cluster)
-        return make_plan(staged_config, layout, rows, windows, elem_size, static_cast<int>(n));
+      for (int config : {staged_config, wide_staged_config}) {
+        const std::int64_t n = ceil_div(windows, capacity(config, 1));
+        if (n <= max_cluster)
+          return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(n));
+      }
     }
     // The fewest CTAs of 256 threads, or of 128 where that leaves fewer idle slots (a row just
     // above a multiple of 256 threads' registers).
@@ -398,10 +405,11 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
                         ctas(narrow_cluster_config) * capacity(narrow_cluster_config, 1) <
                             ctas(cluster_config) * capacity(cluster_config, 1);
     const int config = narrow ? narrow_cluster_config : cluster_config;
-    // Forward only, 256 bytes a thread: rows those CTAs do not hold, and rows of more than 8 of
-    // them in launches of more CTAs than SMs (twice the bytes in flight a thread, at two CTAs an
-    // SM instead of three: fp32 at 128256 columns ran at 96% of copy against 89%; a row or a few
-    // keep the most CTAs). Backward's two tensors at 256 bytes a thread leave one CTA an SM (fp32
+    // Forward only (fp32 in practice: 16-bit forward is staged above where clusters are), 256
+    // bytes a thread: rows those CTAs do not hold, and rows of more than 8 of them in launches
+    // of more CTAs than SMs (twice the bytes in flight a thread, at two CTAs an SM instead of
+    // three: fp32 at 128256 columns ran at 96% of copy against 89%; a row or a few keep the
+    // most CTAs). Backward's two tensors at 256 bytes a thread leave one CTA an SM (fp32
     // backward at 151936 columns ran at 60% of copy), and streaming keeps such rows on chip at
     // two CTAs an SM (README, "Tuning notes").
     const bool wide =

@@ -198,12 +198,13 @@ cudaError_t resident_ctas(plan const& p, int device, int* out) {
 }
 
 /// Whether the device runs plan `p` as launched: a split plan's CTAs all resident at once (its
-/// cooperative launch), a cluster plan's clusters, a stash within a CTA's shared memory. Plans
-/// without a cluster or a stash fit.
+/// cooperative launch), a cluster plan's clusters, its dynamic shared memory (a stash, a staged
+/// share) within a CTA's. Plans without a cluster or dynamic shared memory fit.
 template <class Op>
 cudaError_t plan_fits(plan const& p, int device, bool* fits) {
   *fits = true;
-  if (p.algo != algorithm::split && p.cluster_size == 1 && p.stash_tiles == 0) return cudaSuccess;
+  if (p.algo != algorithm::split && p.cluster_size == 1 && dynamic_smem_bytes<Op>(p) == 0)
+    return cudaSuccess;
   return visit_plan<Op>(p, [&](auto v, auto c) {
     constexpr int V = decltype(v)::value, C = decltype(c)::value;
     if constexpr (kernel_configs[C].clustered) {
