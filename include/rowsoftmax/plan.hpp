@@ -100,7 +100,8 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // idle. Threads per row are compile-time constants:
 // chosen per call they cost up to 20% (README, "Tuning notes"). A 512-thread CTA holds twice
 // one CTA's share where clusters are unavailable; CTAs of 256 bytes a thread hold the longest
-// forward register rows. Streaming tiles are 256 threads x 128 bytes.
+// forward register rows. Streaming tiles are 256 threads x 128 bytes. Staged CTAs (forward)
+// hold their 128 or 256 bytes a thread in shared memory instead of registers.
 inline constexpr kernel_config kernel_configs[] = {
     {algorithm::registers, 1, 128, 128, false, true},     // 0
     {algorithm::registers, 2, 128, 128, false, true},     // 1
