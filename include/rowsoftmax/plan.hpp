@@ -152,6 +152,10 @@ constexpr int tensors_of(direction dir) noexcept {
   return dir == direction::forward ? 1 : 2;
 }
 
+/// Shared memory a CTA needs besides its row data or stash: 1 KB reserved by the system, 1 KB
+/// for the exchange and the static variables.
+inline constexpr int cta_smem_reserve = 2048;
+
 /// Whether a configuration runs `dir`: the staged ones forward only.
 constexpr bool runs(kernel_config const& c, direction dir) noexcept {
   return c.algo != algorithm::staged || dir == direction::forward;
@@ -164,10 +168,12 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t staging_bytes(kernel_config const&
 
 /// CTAs of a configuration an SM runs at once, as its kernels' register bound sets them: the
 /// row data a thread holds plus 48 registers (kernels.cuh). Staged CTAs hold their row data in
-/// shared memory instead: as many as 228 KB of it holds (with 2 KB a CTA for the system, the
-/// exchange and the barriers), and a register bound to match.
+/// shared memory instead: as many as an SM's shared memory holds (device_limits' default, that
+/// of Hopper), and a register bound to match.
 constexpr int ctas_per_sm(kernel_config const& c, int tensors) noexcept {
-  if (c.algo == algorithm::staged) return static_cast<int>(233472 / (staging_bytes(c) + 2048));
+  if (c.algo == algorithm::staged)
+    return static_cast<int>(device_limits{}.shared_bytes_per_sm /
+                            (staging_bytes(c) + cta_smem_reserve));
   const int bound = 65536 / (c.threads_per_cta * (c.bytes / 4 * tensors + 48));
   return bound > 1 ? bound : 1;
 }
@@ -228,12 +234,13 @@ ROWSOFTMAX_HOST_DEVICE constexpr bool keeps_last_tile(int tensors, std::size_t e
 }
 
 /// Tiles a CTA of configuration `c` keeps in shared memory at the occupancy its registers allow
-/// (ctas_per_sm): its part of the SM's shared memory, less 1 KB reserved by the system and 1 KB
-/// for the exchange and the static variables, within what one CTA may ask for.
+/// (ctas_per_sm): its part of the SM's shared memory, less cta_smem_reserve, within what one CTA
+/// may ask for.
 constexpr int stash_capacity(kernel_config const& c, int tensors,
                              device_limits const& limits) noexcept {
-  std::int64_t budget = limits.shared_bytes_per_sm / ctas_per_sm(c, tensors) - 2048;
-  if (budget > limits.shared_bytes_per_cta - 2048) budget = limits.shared_bytes_per_cta - 2048;
+  std::int64_t budget = limits.shared_bytes_per_sm / ctas_per_sm(c, tensors) - cta_smem_reserve;
+  if (budget > limits.shared_bytes_per_cta - cta_smem_reserve)
+    budget = limits.shared_bytes_per_cta - cta_smem_reserve;
   return budget > 0 ? static_cast<int>(budget / stash_tile_bytes(c, tensors)) : 0;
 }
 

@@ -74,7 +74,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   if constexpr (shape::config.clustered) {
     // Equal shares: CTA r owns windows [r * share, (r + 1) * share), so every CTA is equally
     // busy (the planner sized the cluster for the widest head).
-    const std::int64_t share = ceil_div(ceil_div(w.cols + w.shift, V), cluster);
+    const std::int64_t share = ceil_div(windows_of<V>(w), cluster);
     w.first += cta_rank * share;
     const std::int64_t end = (cta_rank + 1) * share * V - w.shift;
     w.cols = end < w.cols ? end : w.cols;
@@ -140,7 +140,7 @@ struct tile_share {
 
   /// Tiles of the row `w` covers.
   __device__ static std::int64_t tiles(row_window const& w) {
-    return ceil_div(ceil_div(w.cols + w.shift, V), tile);
+    return ceil_div(windows_of<V>(w), tile);
   }
 
   /// The first tile of CTA `rank`'s share when `ctas` CTAs share `tiles` tiles; CTA r takes
@@ -323,9 +323,10 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   T const* const x = a.x + w.row * a.x_stride;
   // The planner keeps a row within 16 CTAs' shared memory: window counts fit an int.
   const int cols = static_cast<int>(w.cols);
-  const int share = static_cast<int>(ceil_div(ceil_div(w.cols + w.shift, V), cluster_size));
+  const std::int64_t windows = windows_of<V>(w);
+  const int share = static_cast<int>(ceil_div(windows, cluster_size));  // as in resident_kernel
   const int first = cta_rank * share;  // the share's first window in the row
-  const int owned = min(static_cast<int>(ceil_div(w.cols + w.shift, V)) - first, share);
+  const int owned = min(static_cast<int>(windows) - first, share);
   // The share's whole windows, [whole0, whole1) counted from its first.
   const int whole0 = max((w.shift > 0 ? 1 : 0) - first, 0);
   const int whole1 = min((cols + w.shift) / V - first, owned);

@@ -22,6 +22,12 @@ struct row_window {
   int shift;           ///< elements between the aligned base and the row start (the head)
 };
 
+/// Windows of the row `w` covers: its elements and its head.
+template <int V>
+__device__ inline std::int64_t windows_of(row_window const& w) {
+  return (w.cols + w.shift + V - 1) / V;
+}
+
 /// Elements before a row start in its aligned vector: the head the window grid peels.
 template <int V, class T>
 __device__ inline int head_of(T const* row_start) {
