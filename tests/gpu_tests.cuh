@@ -96,8 +96,8 @@ TYPED_TEST_P(Gpu, GraphCapture) {
     check_forward<T>({5, cols}, seed_of(cols, 1), fill::random, in_graph);
     check_backward<T>({5, cols}, seed_of(cols, 2), fill::random, in_graph);
   }
-  // The workspace launchers: a memset and a cooperative launch in the graph (a split plan for
-  // fp32 at 600001 columns and for every type at 2^20 + 3).
+  // The workspace launchers: a memset and a cooperative launch in the graph (backward split,
+  // forward staged split, at 600001 columns and 2^20 + 3).
   launcher<T> split_in_graph = in_graph;
   split_in_graph.workspace = true;
   for (std::int64_t cols : {std::int64_t{600001}, (std::int64_t{1} << 20) + 3}) {
@@ -183,8 +183,9 @@ TYPED_TEST_P(Gpu, RandomShapes) {
 // Every kernel configuration that can hold the row (and every streaming one), forced through
 // the dispatcher, clustered ones with the fewest CTAs that hold the row and with 16: the plans
 // other devices (sm_80, no size-16 clusters) get, clusters whose CTAs own a few windows each,
-// and streaming over rows that fit one tile. The staged configuration runs forward only (every
-// element type, though the planner picks it for 16-bit rows) and refuses backward.
+// and streaming over rows that fit one tile. The staged configurations run forward only (every
+// element type, though the planner picks staged clusters for 16-bit rows only) and refuse
+// backward.
 TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
   using T = TypeParam;
   for (std::int64_t cols : {1000, 5000, 70000})
@@ -198,22 +199,23 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
         const std::int64_t fewest = std::max<std::int64_t>(
             2, detail::ceil_div(windows, detail::window_capacity(k, layout.vec, sizeof(T), 1)));
         const std::int64_t sizes[] = {k.clustered ? fewest : 1,
-                                      k.clustered || k.algo == algorithm::split ? 16 : 0};
+                                      k.clustered || detail::splits(k) ? 16 : 0};
         for (std::int64_t n : sizes) {
           if (n == 0 || n > 16 || (n == 16 && fewest == 16)) continue;
           plan p = detail::make_plan(c, layout, s.rows, windows, sizeof(T), int(n));
           // Split: 2 rows in flight of 3 CTAs (3 rounds, both parities), n == 16 also keeping a
-          // tile in shared memory: tiles from the stash, from registers and read again.
+          // tile in shared memory: tiles from the stash, from registers and read again. Staged
+          // split: 2 rows in flight (3 rounds, both parities) of the fewest CTAs (at least 3) or
+          // of 16, most of which then hold a few windows.
           // Streaming: one tile kept in shared memory (besides the last in registers), so a
           // CTA of several tiles takes them from the stash, from registers and read again.
           if (k.algo == algorithm::streaming) p.stash_tiles = 1;
           if (k.algo == algorithm::split) {
-            p.row_groups = 2;
-            p.split_ctas = 3;
+            p = detail::with_groups(p, 2, 3);
             p.stash_tiles = n == 16 ? 1 : 0;
-            p.grid_ctas = 6;
-            p.workspace_bytes = detail::split_workspace_bytes(2, 3);
           }
+          if (k.algo == algorithm::staged_split)
+            p = detail::with_groups(p, 2, n == 16 ? 16 : std::max<std::int64_t>(3, fewest));
           if (!detail::plan_holds(p)) continue;
           launcher<T> forced;
           forced.forced = p;
@@ -280,8 +282,9 @@ TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
 }
 
 // The workspace launchers: rows just above the longest register rows and of 2^20 + 3, several
-// rounds of rows in flight (13 rows), every layout; rows the register tiers hold are planned and
-// run as without a workspace (the size query gives 0).
+// rounds of rows in flight (13 rows), every layout; the longest forward rows the staged split
+// takes (half the CTAs the device runs); rows the register tiers hold are planned and run as
+// without a workspace (the size query gives 0).
 TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
   using T = TypeParam;
   launcher<T> with_workspace;
@@ -297,8 +300,16 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
     check_forward<T>(s, seed_of(s.cols, s.out_offset, 19), fill::special, with_workspace);
     check_backward<T>(s, seed_of(s.cols, s.out_offset, 20), fill::special, with_workspace);
   }
-  // The size query: 0 for register rows, the plan's bytes for split rows (backward, and fp32
-  // forward; 16-bit forward streams, see plan_for).
+  int device = 0;
+  ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
+  device_limits limits;
+  ROWSOFTMAX_CUDA_OK(query_device_limits(device, &limits));
+  const std::int64_t staged_most =
+      std::int64_t{limits.sm_count} * 3 * 32768 / static_cast<std::int64_t>(sizeof(T)) - 5;
+  for (shape s : layouts<T>(2, staged_most))
+    check_forward<T>(s, seed_of(s.cols, s.out_offset, 25), fill::random, with_workspace);
+  // The size query: 0 for register rows, the plan's bytes for split and staged split rows
+  // (backward split; forward staged split on sm_90, else fp32 split and 16-bit streaming).
   constexpr std::int64_t n = std::int64_t{1} << 21;  // 2 rows of 2^20
   device_buffer<T> buf(3 * n);
   ASSERT_NE(buf.ptr, nullptr);
@@ -320,7 +331,10 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
   EXPECT_EQ(softmax_backward<T>(small.ptr, &too_few, dy, y, dx, 2, 1 << 20), cudaErrorInvalidValue);
   ROWSOFTMAX_CUDA_OK(softmax_forward_plan<T>(dy, 1 << 20, dx, 1 << 20, 2, 1 << 20, &p, true));
   ROWSOFTMAX_CUDA_OK(softmax_forward<T>(nullptr, &bytes, dy, dx, 2, 1 << 20));
-  EXPECT_EQ(p.algo, sizeof(T) == 4 ? algorithm::split : algorithm::streaming) << to_string(p);
+  EXPECT_EQ(p.algo, limits.compute_capability >= 90 ? algorithm::staged_split
+                    : sizeof(T) == 4                ? algorithm::split
+                                                    : algorithm::streaming)
+      << to_string(p);
   EXPECT_EQ(bytes, static_cast<std::size_t>(p.workspace_bytes));
 }
 
@@ -354,7 +368,7 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
       check_forward<T>(s, seed_of(cols, s.out_offset, 15));
       check_backward<T>(s, seed_of(cols, s.out_offset, 16));
     }
-  launcher<T> with_workspace;  // the split tier
+  launcher<T> with_workspace;  // the split tier backward, the staged split tier forward
   with_workspace.workspace = true;
   for (shape s : layouts<T>(3, 600000)) {
     check_forward<T>(s, seed_of(s.cols, s.out_offset, 21), fill::random, with_workspace);

@@ -340,24 +340,41 @@ TEST(Plan, ToStringNamesTheTier) {
   EXPECT_EQ(rs::to_string(r), "staged x10 cta=256 tpr=256 vec=8x8 head");
 }
 
+// A staged split plan on the H200: groups of CTAs of 32 KB (6 an SM, all resident) that hold a
+// row in shared memory, in the fewest rounds of rows, the CTAs shared out evenly, at most twice
+// the CTAs a row needs; at least two rows fit the device.
+void expect_staged_split(rs::plan const& p, std::int64_t rows, std::int64_t cols,
+                         std::size_t elem) {
+  ASSERT_EQ(p.algo, algorithm::staged_split);
+  EXPECT_EQ(p.config, rs::detail::staged_split_config);
+  EXPECT_TRUE(rs::detail::plan_holds(p));
+  const std::int64_t resident = 132 * 6;
+  const std::int64_t per_cta = 32768 / static_cast<std::int64_t>(elem);
+  const std::int64_t need = (cols + per_cta - 1) / per_cta;
+  EXPECT_GE(need, 2);
+  EXPECT_GE(p.split_ctas, need);
+  EXPECT_GE(p.row_groups, 1);
+  EXPECT_LE(p.row_groups, rows);
+  EXPECT_LE(2 * need, resident);
+  EXPECT_EQ(p.split_ctas, std::min(resident / p.row_groups, 2 * need));
+  EXPECT_EQ(p.grid_ctas, std::int64_t{p.row_groups} * p.split_ctas);
+  EXPECT_LE(p.grid_ctas, resident);
+  const std::int64_t most = std::min(rows, resident / need);
+  EXPECT_EQ((rows + p.row_groups - 1) / p.row_groups, (rows + most - 1) / most);
+  EXPECT_EQ(p.stash_tiles, 0);
+  EXPECT_EQ(p.workspace_bytes, rs::detail::split_workspace_bytes(p.row_groups, p.split_ctas));
+}
+
 TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
     for (auto dir : {rs::direction::forward, rs::direction::backward}) {
       SCOPED_TRACE(std::to_string(elem) + (dir == rs::direction::forward ? " fwd" : " bwd"));
       const int vec = static_cast<int>(16 / elem);
-      const std::int64_t longest = std::int64_t{8192} * 128 / static_cast<std::int64_t>(elem);
-      // 16-bit forward streams with a workspace too (measured slower split), needing none.
-      if (dir == rs::direction::forward && elem == 2) {
-        for (std::int64_t cols : {longest + 1, std::int64_t{1} << 24}) {
-          const auto a = rs::plan_for(dir, 8, cols, elem, {vec, false}, h200);
-          const auto b = rs::plan_for(dir, 8, cols, elem, {vec, false}, h200, true);
-          EXPECT_EQ(b.algo, algorithm::streaming);
-          EXPECT_EQ(a.config, b.config);
-          EXPECT_EQ(a.cluster_size, b.cluster_size);
-          EXPECT_EQ(b.workspace_bytes, 0);
-        }
-        continue;
-      }
+      const bool fwd = dir == rs::direction::forward;
+      // The longest rows without a workspace read once, 1 MB: backward streaming through 16 CTAs
+      // of 2 tiles, fp32 forward 16 cluster CTAs of 256 bytes a thread, 16-bit forward 16
+      // staged CTAs of 64 KB.
+      const std::int64_t longest = (std::int64_t{1} << 20) / static_cast<std::int64_t>(elem);
       // Rows held on chip without a workspace (register tiers, streaming read once): the same
       // plan with or without a workspace, and no workspace needed.
       for (std::int64_t cols : {std::int64_t{1000}, std::int64_t{50257}, longest}) {
@@ -378,6 +395,20 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
                        rs::to_string(p));
           const auto s = rs::plan_for(dir, rows, cols, elem, {vec, false}, h200);
           EXPECT_EQ(s.algo, algorithm::streaming);
+          if (fwd) {
+            // Staged split where the CTAs of the device hold two rows in shared memory (32 KB
+            // each, 6 an SM), else fp32 splits and 16-bit streams as without a workspace.
+            if (p.algo == algorithm::staged_split) {
+              expect_staged_split(p, rows, cols, elem);
+              continue;
+            }
+            EXPECT_GT(cols, 396 * 32768 / static_cast<std::int64_t>(elem));
+            if (elem == 2) {
+              EXPECT_EQ(p.config, s.config);
+              EXPECT_EQ(p.workspace_bytes, 0);
+              continue;
+            }
+          }
           if (rs::detail::reads_once(s, dir, elem)) {
             EXPECT_EQ(p.config, s.config);
             EXPECT_EQ(p.cluster_size, s.cluster_size);
@@ -412,9 +443,8 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
                     rs::detail::split_workspace_bytes(p.row_groups, p.split_ctas));
         }
       // Rows the CTAs of the device hold on chip are read once: a CTA's share within its
-      // stash and registers (2^20 fp32 forward: 8 rows at a time, 49 CTAs of at most 3 tiles a
-      // row).
-      {
+      // stash and registers (2^20 backward).
+      if (!fwd) {
         const std::int64_t cols = std::int64_t{1} << 20;
         const auto p =
             rs::plan_for(dir, (std::int64_t{1} << 27) / cols, cols, elem, {vec, false}, h200, true);
@@ -426,10 +456,17 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
                   p.stash_tiles +
                       (rs::detail::keeps_last_tile(rs::detail::tensors_of(dir), elem) ? 1 : 0));
       }
-      // The scalar fallback splits too; devices without clusters as well.
-      EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {1, false}, h200, true).algo, algorithm::split);
+      if (fwd) {  // 2^20 columns, rows*cols = 2^27: 12 (6) rows at a time
+        EXPECT_EQ(rs::to_string(rs::plan_for(dir, 128, 1 << 20, elem, {vec, true}, h200, true)),
+                  elem == 2 ? "staged split 12x66 ctas cta=256 tpr=256 vec=8x8 head"
+                            : "staged split 6x132 ctas cta=256 tpr=256 vec=4x8 head");
+      }
+      // The scalar fallback splits too (16-bit forward streams); devices without clusters as
+      // well (no bulk copies: no staged split).
+      const auto split_or_stream = fwd && elem == 2 ? algorithm::streaming : algorithm::split;
+      EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {1, false}, h200, true).algo, split_or_stream);
       EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {vec, false}, a100, true).algo,
-                algorithm::split);
+                split_or_stream);
     }
 }
 

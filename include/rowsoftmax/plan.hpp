@@ -22,18 +22,21 @@ enum class direction : std::uint8_t { forward, backward };
 
 /// How a row is spread over the GPU.
 enum class algorithm : std::uint8_t {
-  registers,  ///< one CTA holds one or more whole rows in registers; x is read once
-  cluster,    ///< a thread-block cluster (sm_90+) holds one row in registers; x is read once
-  streaming,  ///< a CTA or cluster passes over the row in tiles twice (stats, then normalize),
-              ///< each CTA keeping its last tile in registers and up to `stash_tiles` more in
-              ///< shared memory; x is read once where the CTAs hold the row, else the overflow
-              ///< twice
-  split,      ///< many CTAs share a row through a workspace, each keeping its share on chip
-              ///< (registers and shared memory) where the CTAs the device runs at once hold
-              ///< it; x is read once, or the overflow twice (launchers given a workspace)
-  staged,     ///< forward only: a thread-block cluster (sm_90+) copies one row into its CTAs'
-              ///< shared memory (bulk asynchronous copies) and reduces and normalizes it from
-              ///< there, its registers free of row data; x is read once
+  registers,     ///< one CTA holds one or more whole rows in registers; x is read once
+  cluster,       ///< a thread-block cluster (sm_90+) holds one row in registers; x is read once
+  streaming,     ///< a CTA or cluster passes over the row in tiles twice (stats, then normalize),
+                 ///< each CTA keeping its last tile in registers and up to `stash_tiles` more in
+                 ///< shared memory; x is read once where the CTAs hold the row, else the overflow
+                 ///< twice
+  split,         ///< many CTAs share a row through a workspace, each keeping its share on chip
+                 ///< (registers and shared memory) where the CTAs the device runs at once hold
+                 ///< it; x is read once, or the overflow twice (launchers given a workspace)
+  staged,        ///< forward only: a thread-block cluster (sm_90+) copies one row into its CTAs'
+                 ///< shared memory (bulk asynchronous copies) and reduces and normalizes it from
+                 ///< there, its registers free of row data; x is read once
+  staged_split,  ///< forward only (sm_90+): many CTAs share a row through a workspace, as
+                 ///< split, each copying its share into shared memory, as staged; x is read
+                 ///< once (launchers given a workspace)
 };
 
 /// What the planner needs to know about the device. `query_device_limits` (softmax.cuh) fills
@@ -64,14 +67,15 @@ struct plan {
   int vecs_per_thread = 1;  ///< vector slots each thread holds per pass
   int rows_per_cta = 1;     ///< rows one CTA (or one cluster) handles
   int threads_per_cta = 1;
-  int cluster_size = 1;        ///< CTAs that share one row (1: no cluster)
-  std::int64_t windows = 0;    ///< vector windows in the widest row, peeled head included
-  std::int64_t grid_ctas = 0;  ///< CTAs launched for `rows` rows
-  int split_ctas = 0;          ///< split: CTAs that share one row
-  int row_groups = 0;          ///< split: rows in flight at once (grid = row_groups * split_ctas)
-  int stash_tiles = 0;         ///< streaming, split: tiles a CTA keeps in shared memory
-                               ///< between the passes
-  std::int64_t workspace_bytes = 0;  ///< bytes of workspace the plan needs (split only)
+  int cluster_size = 1;              ///< CTAs that share one row (1: no cluster)
+  std::int64_t windows = 0;          ///< vector windows in the widest row, peeled head included
+  std::int64_t grid_ctas = 0;        ///< CTAs launched for `rows` rows
+  int split_ctas = 0;                ///< split, staged split: CTAs that share one row
+  int row_groups = 0;                ///< split, staged split: rows in flight at once
+                                     ///< (grid = row_groups * split_ctas)
+  int stash_tiles = 0;               ///< streaming, split: tiles a CTA keeps in shared memory
+                                     ///< between the passes
+  std::int64_t workspace_bytes = 0;  ///< bytes of workspace the plan needs (split, staged split)
 };
 
 namespace detail {
@@ -103,24 +107,25 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // forward register rows. Streaming tiles are 256 threads x 128 bytes. Staged CTAs (forward)
 // hold their 128 or 256 bytes a thread in shared memory instead of registers.
 inline constexpr kernel_config kernel_configs[] = {
-    {algorithm::registers, 1, 128, 128, false, true},     // 0
-    {algorithm::registers, 2, 128, 128, false, true},     // 1
-    {algorithm::registers, 4, 128, 128, false, true},     // 2
-    {algorithm::registers, 8, 128, 128, false, true},     // 3
-    {algorithm::registers, 16, 128, 128, false, true},    // 4
-    {algorithm::registers, 32, 128, 256, false, true},    // 5
-    {algorithm::registers, 64, 128, 256, false, true},    // 6
-    {algorithm::registers, 128, 128, 256, false, true},   // 7
-    {algorithm::registers, 256, 128, 256, false, true},   // 8
-    {algorithm::registers, 512, 128, 512, false, false},  // 9: without clusters
-    {algorithm::cluster, 128, 128, 128, true, false},     // 10
-    {algorithm::cluster, 256, 128, 256, true, false},     // 11
-    {algorithm::cluster, 256, 256, 256, true, false},     // 12
-    {algorithm::streaming, 256, 128, 256, false, true},   // 13
-    {algorithm::streaming, 256, 128, 256, true, true},    // 14
-    {algorithm::split, 256, 128, 256, false, true},       // 15
-    {algorithm::staged, 256, 128, 256, true, false},      // 16: forward only
-    {algorithm::staged, 256, 256, 256, true, false},      // 17: forward only
+    {algorithm::registers, 1, 128, 128, false, true},        // 0
+    {algorithm::registers, 2, 128, 128, false, true},        // 1
+    {algorithm::registers, 4, 128, 128, false, true},        // 2
+    {algorithm::registers, 8, 128, 128, false, true},        // 3
+    {algorithm::registers, 16, 128, 128, false, true},       // 4
+    {algorithm::registers, 32, 128, 256, false, true},       // 5
+    {algorithm::registers, 64, 128, 256, false, true},       // 6
+    {algorithm::registers, 128, 128, 256, false, true},      // 7
+    {algorithm::registers, 256, 128, 256, false, true},      // 8
+    {algorithm::registers, 512, 128, 512, false, false},     // 9: without clusters
+    {algorithm::cluster, 128, 128, 128, true, false},        // 10
+    {algorithm::cluster, 256, 128, 256, true, false},        // 11
+    {algorithm::cluster, 256, 256, 256, true, false},        // 12
+    {algorithm::streaming, 256, 128, 256, false, true},      // 13
+    {algorithm::streaming, 256, 128, 256, true, true},       // 14
+    {algorithm::split, 256, 128, 256, false, true},          // 15
+    {algorithm::staged, 256, 128, 256, true, false},         // 16: forward only
+    {algorithm::staged, 256, 256, 256, true, false},         // 17: forward only
+    {algorithm::staged_split, 256, 128, 256, false, false},  // 18: forward only
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -135,6 +140,7 @@ inline constexpr int streaming_cluster_config = 14;
 inline constexpr int split_config = 15;
 inline constexpr int staged_config = 16;
 inline constexpr int wide_staged_config = 17;  // 64 KB CTAs for rows 16 of 32 KB do not hold
+inline constexpr int staged_split_config = 18;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -156,9 +162,19 @@ constexpr int tensors_of(direction dir) noexcept {
 /// for the exchange and the static variables.
 inline constexpr int cta_smem_reserve = 2048;
 
+/// Whether a configuration's CTAs hold their row data in shared memory (staged, staged split).
+ROWSOFTMAX_HOST_DEVICE constexpr bool stages(kernel_config const& c) noexcept {
+  return c.algo == algorithm::staged || c.algo == algorithm::staged_split;
+}
+
+/// Whether a configuration's CTAs meet through a workspace (split, staged split).
+ROWSOFTMAX_HOST_DEVICE constexpr bool splits(kernel_config const& c) noexcept {
+  return c.algo == algorithm::split || c.algo == algorithm::staged_split;
+}
+
 /// Whether a configuration runs `dir`: the staged ones forward only.
 constexpr bool runs(kernel_config const& c, direction dir) noexcept {
-  return c.algo != algorithm::staged || dir == direction::forward;
+  return !stages(c) || dir == direction::forward;
 }
 
 /// Shared memory a staged CTA copies its share of the row into: its threads' bytes.
@@ -171,7 +187,7 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t staging_bytes(kernel_config const&
 /// shared memory instead: as many as an SM's shared memory holds (device_limits' default, that
 /// of Hopper), and a register bound to match.
 constexpr int ctas_per_sm(kernel_config const& c, int tensors) noexcept {
-  if (c.algo == algorithm::staged)
+  if (stages(c))
     return static_cast<int>(device_limits{}.shared_bytes_per_sm /
                             (staging_bytes(c) + cta_smem_reserve));
   const int bound = 65536 / (c.threads_per_cta * (c.bytes / 4 * tensors + 48));
@@ -217,6 +233,16 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
   p.windows = windows;
   p.grid_ctas = c.clustered || c.algo == algorithm::streaming ? rows * p.cluster_size
                                                               : ceil_div(rows, p.rows_per_cta);
+  return p;
+}
+
+/// The groups of a split or staged split plan `p`: `groups` rows in flight of `ctas` CTAs each,
+/// and the workspace they meet in.
+constexpr plan with_groups(plan p, std::int64_t groups, std::int64_t ctas) noexcept {
+  p.row_groups = static_cast<int>(groups);
+  p.split_ctas = static_cast<int>(ctas);
+  p.grid_ctas = groups * ctas;
+  p.workspace_bytes = split_workspace_bytes(p.row_groups, p.split_ctas);
   return p;
 }
 
@@ -323,12 +349,34 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
     }
   }
   const std::int64_t ctas = ctas_of(best_groups);
-  p.row_groups = static_cast<int>(best_groups);
-  p.split_ctas = static_cast<int>(ctas);
+  p = with_groups(p, best_groups, ctas);
   p.stash_tiles = stashed_tiles(ceil_div(tiles, ctas), in_registers, stash);
-  p.grid_ctas = best_groups * ctas;
-  p.workspace_bytes = split_workspace_bytes(p.row_groups, p.split_ctas);
   return p;
+}
+
+/// The staged split plan for forward rows of `windows` windows: groups of CTAs that hold a
+/// row in their shared memory (32 KB a CTA), of the CTAs the device runs at once (as its shared
+/// memory holds them); as many groups as the fewest rounds of rows need, those CTAs shared out
+/// evenly among them, but at most twice the CTAs a row needs (a few rows: the more CTAs meet,
+/// the longer they wait; fp32 at 262145 columns, rows 1, took 22.5 us in 792 CTAs). The rows in
+/// flight meet in turn, and while a group meets its CTAs load nothing: where the device holds a
+/// single row at a time the CTAs waited for each other more than they moved data (H200: bf16 2^23
+/// columns at 42% of copy, fp32 2^22 at 46%, against 55% and 63% for streaming and split; README,
+/// "Tuning notes"), so at least two rows must fit. `split_ctas` < 2: no such plan.
+constexpr plan make_staged_split_plan(row_layout layout, std::int64_t rows, std::int64_t windows,
+                                      std::size_t elem_size, device_limits const& limits) noexcept {
+  kernel_config const& c = kernel_configs[staged_split_config];
+  const plan p = make_plan(staged_split_config, layout, rows, windows, elem_size);
+  const std::int64_t cta_bytes = staging_bytes(c) + cta_smem_reserve;
+  std::int64_t per_sm =
+      cta_bytes <= limits.shared_bytes_per_cta ? limits.shared_bytes_per_sm / cta_bytes : 0;
+  if (per_sm > ctas_per_sm(c, 1)) per_sm = ctas_per_sm(c, 1);
+  const std::int64_t resident = std::int64_t{limits.sm_count} * per_sm;
+  const std::int64_t need = ceil_div(windows, window_capacity(c, layout.vec, elem_size));
+  if (need < 2 || 2 * need > resident) return p;
+  const std::int64_t most = resident / need < rows ? resident / need : rows;
+  const std::int64_t groups = ceil_div(rows, ceil_div(rows, most));  // as many as the rounds need
+  return with_groups(p, groups, resident / groups < 2 * need ? resident / groups : 2 * need);
 }
 
 /// Whether a streaming plan keeps every CTA's share of the row on chip (its last tile in
@@ -338,15 +386,20 @@ constexpr bool reads_once(plan const& p, direction dir, std::size_t elem_size) n
          p.stash_tiles + (keeps_last_tile(tensors_of(dir), elem_size) ? 1 : 0);
 }
 
-/// Whether plan `p` can run its rows: a known configuration, a cluster within 16, and (but for
-/// streaming and split) the row within its threads' slots.
+/// Whether plan `p` can run its rows: a known configuration, a cluster within 16, groups (split,
+/// staged split) that match the grid, and (but for streaming and split) the row within its
+/// threads' slots (staged split: of its split CTAs).
 constexpr bool plan_holds(plan const& p) noexcept {
   if (p.config < 0 || p.config >= num_kernel_configs) return false;
   kernel_config const& c = kernel_configs[p.config];
   if (p.cluster_size < 1 || p.cluster_size > (c.clustered ? max_cluster_size : 1)) return false;
-  if (c.algo == algorithm::split)
-    return p.split_ctas >= 1 && p.row_groups >= 1 && p.stash_tiles >= 0 &&
-           p.grid_ctas == std::int64_t{p.split_ctas} * p.row_groups;
+  if (splits(c) && !(p.split_ctas >= 1 && p.row_groups >= 1 && p.stash_tiles >= 0 &&
+                     p.grid_ctas == std::int64_t{p.split_ctas} * p.row_groups))
+    return false;
+  if (c.algo == algorithm::split) return true;
+  if (c.algo == algorithm::staged_split)
+    return p.stash_tiles == 0 &&
+           std::int64_t{p.threads_per_row} * p.vecs_per_thread * p.split_ctas >= p.windows;
   if (c.algo == algorithm::streaming) return p.stash_tiles >= 0;
   return std::int64_t{p.threads_per_row} * p.vecs_per_thread * p.cluster_size >= p.windows;
 }
@@ -366,8 +419,10 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// threads, in launches of more CTAs than SMs, stream instead (read once, half the CTAs). Longer
 /// rows stream in tiles through the fewest CTAs of a cluster (or one CTA) that keep the row on chip
 /// (registers and a shared-memory stash), or through as many as allowed, reading the overflow
-/// twice; `with_workspace` (the launchers given a workspace), but for 16-bit forward, they are
-/// split over many CTAs instead (see `algorithm::split`). The scalar fallback (`layout.vec == 1`,
+/// twice; `with_workspace` (the launchers given a workspace) they are split over many CTAs
+/// instead: forward rows of which the device holds two in shared memory staged (see
+/// `algorithm::staged_split`, sm_90), other backward and fp32 forward rows with their tiles in
+/// registers and stashes (see `algorithm::split`). The scalar fallback (`layout.vec == 1`,
 /// 32 elements a thread of any type) has the one-CTA configurations and streams beyond. Streaming
 /// and split size their stashes and groups by the direction's tensors.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
@@ -438,14 +493,22 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   }
   // Longer rows stream, read once where the CTAs of a cluster hold the row in registers and
   // shared memory. Longer still, with a workspace, they are split over many CTAs when that gives
-  // a row at least two. 16-bit forward streams even then: split it ran at 47-53% of copy on the
-  // H200 against streaming's 47-68% (2^20..2^24 columns; README, "Tuning notes").
+  // a row at least two: forward rows staged where the device holds two of them in shared memory
+  // (H200, rows*cols = 2^27: 2^20 columns at 72-75% of copy, against 67-69% streaming or split;
+  // 16-bit 2^21 at 73% against 61%), else backward and fp32 forward split. 16-bit forward
+  // streams beyond: split it ran at 47-53% of copy on the H200 against streaming's 47-68%
+  // (2^20..2^24 columns; README, "Tuning notes").
   const plan streaming =
       make_streaming_plan(dir, layout, rows, windows, elem_size, limits, max_cluster);
-  if (with_workspace && !reads_once(streaming, dir, elem_size) &&
-      (dir == direction::backward || elem_size == 4)) {
-    const plan p = make_split_plan(dir, layout, rows, windows, elem_size, limits);
-    if (p.split_ctas >= 2) return p;
+  if (with_workspace && !reads_once(streaming, dir, elem_size)) {
+    if (dir == direction::forward && vec > 1 && limits.compute_capability >= 90) {
+      const plan p = make_staged_split_plan(layout, rows, windows, elem_size, limits);
+      if (p.split_ctas >= 2) return p;
+    }
+    if (dir == direction::backward || elem_size == 4) {
+      const plan p = make_split_plan(dir, layout, rows, windows, elem_size, limits);
+      if (p.split_ctas >= 2) return p;
+    }
   }
   return streaming;
 }
@@ -464,10 +527,11 @@ inline std::string to_string(plan const& p) {
                      : p.algo == algorithm::cluster   ? "cluster"
                      : p.algo == algorithm::streaming ? "streaming"
                      : p.algo == algorithm::split     ? "split"
-                                                      : "staged";
+                     : p.algo == algorithm::staged    ? "staged"
+                                                      : "staged split";
   std::string s = algo;
   if (p.cluster_size > 1) s += " x" + std::to_string(p.cluster_size);
-  if (p.algo == algorithm::split)
+  if (p.algo == algorithm::split || p.algo == algorithm::staged_split)
     s += " " + std::to_string(p.row_groups) + "x" + std::to_string(p.split_ctas) + " ctas";
   s += " cta=" + std::to_string(p.threads_per_cta) + " tpr=" + std::to_string(p.threads_per_row) +
        " vec=" + std::to_string(p.vec) + "x" + std::to_string(p.vecs_per_thread);

@@ -25,6 +25,8 @@ constexpr auto kernel_ptr() {
     return &split_kernel<Op, V, Config>;
   } else if constexpr (kernel_configs[Config].algo == algorithm::staged) {
     return &staged_kernel<Op, V, Config>;
+  } else if constexpr (kernel_configs[Config].algo == algorithm::staged_split) {
+    return &staged_split_kernel<Op, V, Config>;
   } else {
     return &resident_kernel<Op, V, Config>;
   }
@@ -87,11 +89,11 @@ inline cudaLaunchConfig_t launch_config(plan const& p, cudaStream_t stream,
 }
 
 /// Dynamic shared memory of a plan's CTAs: the stash of a streaming or split plan, the row
-/// share of a staged one.
+/// share of a staged or staged split one.
 template <class Op>
 constexpr std::size_t dynamic_smem_bytes(plan const& p) {
   kernel_config const& c = kernel_configs[p.config];
-  if (c.algo == algorithm::staged) return static_cast<std::size_t>(staging_bytes(c));
+  if (stages(c)) return static_cast<std::size_t>(staging_bytes(c));
   return static_cast<std::size_t>(p.stash_tiles * stash_tile_bytes(c, Op::tensors));
 }
 
@@ -174,7 +176,8 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
   return cudaSuccess;
 }
 
-/// CTAs of the kernel with `p`'s stash that `device` runs at once (for a split plan: -1 where
+/// CTAs of the kernel with `p`'s stash that `device` runs at once (for a split or staged split
+/// plan: -1 where
 /// the device has no cooperative launch), asked once per device, kernel and stash size.
 template <class Op, int V, int Config>
 cudaError_t resident_ctas(plan const& p, int device, int* out) {
@@ -184,7 +187,7 @@ cudaError_t resident_ctas(plan const& p, int device, int* out) {
   if (n == 0) {
     ROWSOFTMAX_TRY((prepare_kernel<Op, V, Config>(p, device)));
     int per_sm = 0, sms = 0, cooperative = 1;
-    if constexpr (kernel_configs[Config].algo == algorithm::split)
+    if constexpr (splits(kernel_configs[Config]))
       ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
     ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     ROWSOFTMAX_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -203,7 +206,7 @@ cudaError_t resident_ctas(plan const& p, int device, int* out) {
 template <class Op>
 cudaError_t plan_fits(plan const& p, int device, bool* fits) {
   *fits = true;
-  if (p.algo != algorithm::split && p.cluster_size == 1 && dynamic_smem_bytes<Op>(p) == 0)
+  if (!splits(kernel_configs[p.config]) && p.cluster_size == 1 && dynamic_smem_bytes<Op>(p) == 0)
     return cudaSuccess;
   return visit_plan<Op>(p, [&](auto v, auto c) {
     constexpr int V = decltype(v)::value, C = decltype(c)::value;
@@ -212,7 +215,7 @@ cudaError_t plan_fits(plan const& p, int device, bool* fits) {
     } else {
       int n = 0;
       ROWSOFTMAX_TRY((resident_ctas<Op, V, C>(p, device, &n)));
-      *fits = n > 0 && (kernel_configs[C].algo != algorithm::split || p.grid_ctas <= n);
+      *fits = n > 0 && (!splits(kernel_configs[C]) || p.grid_ctas <= n);
       return cudaSuccess;
     }
   });
@@ -235,7 +238,7 @@ cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std
       *out = p;
       return cudaSuccess;
     }
-    if (p.algo == algorithm::split) {
+    if (splits(kernel_configs[p.config])) {
       with_workspace = false;  // stream instead
     } else if (p.stash_tiles > 0) {
       limits.shared_bytes_per_sm = 0;  // stream without a stash
@@ -261,13 +264,13 @@ template <class Op>
 cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
                    cudaStream_t stream) {
   if (p.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
-  if (p.algo == algorithm::split)
+  if (splits(kernel_configs[p.config]))
     ROWSOFTMAX_TRY(cudaMemsetAsync(workspace, 0, sizeof(unsigned) * p.row_groups, stream));
   return visit_plan<Op>(p, [&](auto v, auto cfg) {
     constexpr int V = decltype(v)::value, C = decltype(cfg)::value;
     cudaLaunchAttribute attr[1];
     cudaLaunchConfig_t lc = launch_config(p, stream, attr);
-    if constexpr (kernel_configs[C].algo == algorithm::split) {
+    if constexpr (splits(kernel_configs[C])) {
       const split_workspace ws{static_cast<unsigned*>(workspace),
                                reinterpret_cast<partial*>(static_cast<char*>(workspace) +
                                                           split_partials_offset(p.row_groups)),
@@ -306,14 +309,11 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
     if (p.stash_tiles < 0) return cudaErrorInvalidValue;
     q.stash_tiles = p.stash_tiles;
   }
-  if (q.algo == algorithm::split) {
+  if (splits(kernel_configs[q.config])) {
     if (p.row_groups < 1 || p.row_groups > a.rows || p.split_ctas < 1 || p.stash_tiles < 0)
       return cudaErrorInvalidValue;
-    q.row_groups = p.row_groups;
-    q.split_ctas = p.split_ctas;
+    q = with_groups(q, p.row_groups, p.split_ctas);
     q.stash_tiles = p.stash_tiles;
-    q.grid_ctas = std::int64_t{p.row_groups} * p.split_ctas;
-    q.workspace_bytes = split_workspace_bytes(q.row_groups, q.split_ctas);
     if (workspace == nullptr || !workspace_holds(q, workspace, workspace_bytes))
       return cudaErrorInvalidValue;
   }

@@ -11,6 +11,8 @@
 //                      (what does not fit is read again).
 //   staged_kernel    - forward: a row copied into the shared memory of a cluster's CTAs, reduced
 //                      and normalized from there (sm_90).
+//   staged_split_kernel - forward: a row copied into the shared memory of many CTAs that meet
+//                      through a workspace, as split_kernel (sm_90).
 #pragma once
 
 #include <cuda/atomic>
@@ -213,6 +215,34 @@ struct split_workspace {
   int stash_tiles;  ///< tiles a CTA keeps in its dynamic shared memory
 };
 
+/// The meeting of a split group's CTAs over one row (its `iteration`-th): publishes this CTA's
+/// partial `acc` (release), waits for the group's others (acquire), then warp 0 folds the
+/// group's partials (read past L1) in the same order in every CTA. Every thread of the CTA
+/// calls it and gets the row's total; `total` is the CTA's shared slot for it.
+template <class Reduce>
+__device__ inline partial meet(split_workspace const& ws, int group, int rank, int iteration,
+                               partial acc, partial& total) {
+  partial* slots = ws.partials + (std::int64_t{group} * 2 + (iteration & 1)) * ws.split_ctas;
+  if (threadIdx.x == 0) {
+    slots[rank] = acc;
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(ws.counters[group]);
+    arrived.fetch_add(1u, cuda::memory_order_release);
+    const unsigned target = static_cast<unsigned>(iteration + 1) * ws.split_ctas;
+    while (arrived.load(cuda::memory_order_acquire) < target) __nanosleep(32);
+    __threadfence();
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    partial q = Reduce::identity();
+    for (int i = static_cast<int>(threadIdx.x); i < ws.split_ctas; i += 32)
+      q = Reduce::combine(q, partial{__ldcg(&slots[i].m), __ldcg(&slots[i].s)});
+    q = butterfly<Reduce, 32>(q);
+    if (threadIdx.x == 0) total = q;
+  }
+  __syncthreads();
+  return total;
+}
+
 /// Rows split over `split_ctas` CTAs each, `row_groups` rows in flight; all CTAs of the launch
 /// are resident at once (a cooperative launch), so a CTA may wait for the others of its group.
 /// Group g takes rows g, g + row_groups, ...; CTA r of a group reads its share of the row's
@@ -243,28 +273,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     partial acc = share::load(a, w, t0, t1, ws.stash_tiles, f, stashed);
     acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
 
-    // Publish this CTA's partial (release), wait for the group's (acquire), then warp 0 folds
-    // the group's partials (read past L1) in the same order in every CTA.
-    partial* slots = ws.partials + (std::int64_t{group} * 2 + (iteration & 1)) * ws.split_ctas;
-    if (threadIdx.x == 0) {
-      slots[rank] = acc;
-      cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(ws.counters[group]);
-      arrived.fetch_add(1u, cuda::memory_order_release);
-      const unsigned target = static_cast<unsigned>(iteration + 1) * ws.split_ctas;
-      while (arrived.load(cuda::memory_order_acquire) < target) __nanosleep(32);
-      __threadfence();
-    }
-    __syncthreads();
-    if (threadIdx.x < 32) {
-      partial q = reduce::identity();
-      for (int i = static_cast<int>(threadIdx.x); i < ws.split_ctas; i += 32)
-        q = reduce::combine(q, partial{__ldcg(&slots[i].m), __ldcg(&slots[i].s)});
-      q = butterfly<reduce, 32>(q);
-      if (threadIdx.x == 0) total_smem = q;
-    }
-    __syncthreads();
-    const partial total = total_smem;
-
+    const partial total = meet<reduce>(ws, group, rank, iteration, acc, total_smem);
     share::store(a, w, t0, t1, ws.stash_tiles, f, stashed, total);
     __syncthreads();  // total_smem and the exchange's slots are rewritten by the next row
   }
@@ -290,14 +299,127 @@ __device__ __noinline__ void staged_edge_store(T* row, int cols, int shift, int 
   store_windows(row, w, out);
 }
 
-/// Forward rows in shared memory, one a cluster, CTA r owning windows [r * share, (r + 1) *
-/// share) as in resident_kernel. A CTA's share lands in its shared memory in two halves, each
-/// a bulk asynchronous copy of its whole windows (issued by thread 0, counted by its own
+/// A CTA's share of a staged forward row: CTA `rank` of `ctas` owns windows [rank * share,
+/// (rank + 1) * share) of the row (as in resident_kernel) and holds them in shared memory,
+/// thread i's slot k being window k * threads + i of the share. The share lands in two halves,
+/// each a bulk asynchronous copy of its whole windows (issued by thread 0, counted by its own
 /// mbarrier); the ragged head and tail windows each thread reads itself, and windows past the
-/// share are -inf. Thread i's slot k is window k * threads + i of the share. Each thread folds
-/// its slots of the first half while the second lands (online: max, then the sum rescaled),
-/// the CTAs exchange once, and each thread stores its slots from shared memory. The registers
-/// hold no row data, so the CTAs an SM runs are set by shared memory (ctas_per_sm).
+/// share are -inf. Each thread folds its slots of the first half while the second lands
+/// (online: max, then the sum rescaled) and, given the row's total, stores its slots from
+/// shared memory. The registers hold no row data, so the CTAs an SM runs are set by shared
+/// memory (ctas_per_sm). The planner keeps a row within the shared memory of the CTAs the
+/// device runs at once, so window and element counts fit an int.
+template <class Op, int V, int Config>
+struct staged_share {
+  using shape = kernel_shape<Op, V, Config>;
+  using T = typename Op::value_type;
+  using vec = vec_t<T, V>;
+  static constexpr int threads = shape::threads_per_cta;
+  static constexpr int slots = shape::slots;
+  static constexpr int half = slots / 2;  // slots a half
+  static_assert(Op::tensors == 1 && shape::threads_per_row == threads && slots % 2 == 0,
+                "forward, one row a CTA, two halves");
+
+  T const* x;
+  T* y;
+  int cols;
+  int shift;
+  int first;   // the share's first window in the row
+  int owned;   // windows of the row in the share (at most its slots; none or fewer at the end)
+  int whole0;  // the share's whole windows, [whole0, whole1) counted from its first
+  int whole1;
+  int at;  // the share's first element in the row
+
+  __device__ staged_share(typename Op::args const& a, std::int64_t row, int rank, int ctas) {
+    const row_window w = Op::template window<V>(a, row, 0, 1);
+    x = a.x + w.row * a.x_stride;
+    y = a.y + w.row * a.y_stride;
+    cols = static_cast<int>(w.cols);
+    shift = w.shift;
+    const std::int64_t windows = windows_of<V>(w);
+    const int share = static_cast<int>(ceil_div(windows, ctas));
+    first = rank * share;
+    owned = min(static_cast<int>(windows) - first, share);
+    whole0 = max((shift > 0 ? 1 : 0) - first, 0);
+    whole1 = min((cols + shift) / V - first, owned);
+    at = first * V - shift;
+  }
+
+  /// Thread 0, once a kernel: the two halves' mbarriers.
+  __device__ static void init(std::uint64_t* landed) {
+    cuda::ptx::mbarrier_init(&landed[0], 1);
+    cuda::ptx::mbarrier_init(&landed[1], 1);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+
+  /// Thread 0: the copy of half `h`'s whole windows into `staged`, counted by `landed[h]`
+  /// (which completes its phase when they have landed, at once if there are none).
+  __device__ void issue(int h, uint4* staged, std::uint64_t* landed) const {
+    const int lo = max(h * half * threads, whole0), hi = min((h + 1) * half * threads, whole1);
+    const std::uint32_t bytes = hi > lo ? static_cast<std::uint32_t>(hi - lo) * 16u : 0u;
+    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                         cuda::ptx::space_shared, &landed[h], bytes);
+    if (bytes > 0)
+      cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, &staged[lo],
+                               x + at + lo * V, bytes, &landed[h]);
+  }
+
+  /// Each thread: its slots the copies do not fill (the ragged windows, -inf past the share).
+  __device__ void edges(uint4* staged) const {
+    vec neg;
+#pragma unroll
+    for (int i = 0; i < vec::words; ++i) neg.w[i] = vec::fill_word(from_float<T>(neg_inf));
+#pragma unroll
+    for (int k = 0; k < slots; ++k) {
+      const int i = k * threads + static_cast<int>(threadIdx.x);
+      if (i < whole0 || i >= whole1)
+        staged[i] = bits_as<uint4>(i < owned ? staged_edge<T, V>(x, cols, shift, first + i) : neg);
+    }
+  }
+
+  /// The thread's partial over its slots, each half folded once it has landed (`parity`: the
+  /// phase of the mbarriers it waits for).
+  __device__ partial fold(uint4 const* staged, std::uint64_t* landed, int parity) const {
+    float m = neg_inf, s = 0.0f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      while (!cuda::ptx::mbarrier_try_wait_parity(&landed[h], static_cast<std::uint32_t>(parity))) {
+      }
+      vec v[half];
+      float hm = neg_inf;
+#pragma unroll
+      for (int k = 0; k < half; ++k) {
+        v[k] = bits_as<vec>(staged[(h * half + k) * threads + threadIdx.x]);
+        hm = fmaxf(hm, v[k].max());
+      }
+      const float m2 = fmaxf(m, hm), sh = safe_shift(m2);
+      s = s * exp2_fast((m - sh) * log2e) + Op::template exp_sum<false>(v, sh);
+      m = m2;
+    }
+    return {m, s};
+  }
+
+  /// The thread's slots [K0, K1) of the share, normalized by the row's total, into y.
+  template <int K0, int K1>
+  __device__ void store(uint4 const* staged, partial total) const {
+    const float sh = safe_shift(total.m), inv = 1.0f / total.s;
+#pragma unroll 2
+    for (int k = K0; k < K1; ++k) {
+      const int i = k * threads + static_cast<int>(threadIdx.x);
+      if (i < owned) {
+        const vec out = Op::normalized(bits_as<vec>(staged[i]), sh, inv);
+        if (i >= whole0 && i < whole1) {
+          *reinterpret_cast<vec*>(y + at + i * V) = out;
+        } else {
+          staged_edge_store<T, V>(y, cols, shift, first + i, out);
+        }
+      }
+    }
+  }
+};
+
+/// Forward rows in shared memory, one a cluster (see staged_share): the CTAs stage their
+/// shares, exchange once and store.
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
@@ -307,92 +429,79 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   __trap();
 #else
   using shape = kernel_shape<Op, V, Config>;
-  using T = typename Op::value_type;
-  using vec = vec_t<T, V>;
-  constexpr int threads = shape::threads_per_cta;
-  constexpr int half = shape::slots / 2;  // slots a half
-  static_assert(Op::tensors == 1 && shape::threads_per_row == threads && shape::slots % 2 == 0,
-                "forward, one row a CTA, two halves");
+  using share = staged_share<Op, V, Config>;
   __shared__ typename shape::exchange::storage smem;
   __shared__ std::uint64_t landed[2];
   extern __shared__ uint4 staged[];
   shape::exchange::begin(smem, shape::warps_per_row, cluster_size);
 
-  const int cta_rank = static_cast<int>(blockIdx.x % cluster_size);
-  const row_window w = Op::template window<V>(a, std::int64_t{blockIdx.x / cluster_size}, 0, 1);
-  T const* const x = a.x + w.row * a.x_stride;
-  // The planner keeps a row within 16 CTAs' shared memory: window counts fit an int.
-  const int cols = static_cast<int>(w.cols);
-  const std::int64_t windows = windows_of<V>(w);
-  const int share = static_cast<int>(ceil_div(windows, cluster_size));  // as in resident_kernel
-  const int first = cta_rank * share;  // the share's first window in the row
-  const int owned = min(static_cast<int>(windows) - first, share);
-  // The share's whole windows, [whole0, whole1) counted from its first.
-  const int whole0 = max((w.shift > 0 ? 1 : 0) - first, 0);
-  const int whole1 = min((cols + w.shift) / V - first, owned);
-  const int at = first * V - w.shift;  // the share's first element in the row
-  const vec neg = [] {
-    vec v;
-#pragma unroll
-    for (int i = 0; i < vec::words; ++i) v.w[i] = vec::fill_word(from_float<T>(neg_inf));
-    return v;
-  }();
-
+  const share s(a, std::int64_t{blockIdx.x / cluster_size},
+                static_cast<int>(blockIdx.x % cluster_size), cluster_size);
   if (threadIdx.x == 0) {
-    cuda::ptx::mbarrier_init(&landed[0], 1);
-    cuda::ptx::mbarrier_init(&landed[1], 1);
-    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int lo = max(h * half * threads, whole0), hi = min((h + 1) * half * threads, whole1);
-      const std::uint32_t bytes = hi > lo ? static_cast<std::uint32_t>(hi - lo) * 16u : 0u;
-      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                           cuda::ptx::space_shared, &landed[h], bytes);
-      if (bytes > 0)
-        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, &staged[lo],
-                                 x + at + lo * V, bytes, &landed[h]);
-    }
+    share::init(landed);
+    s.issue(0, staged, landed);
+    s.issue(1, staged, landed);
   }
-#pragma unroll
-  for (int k = 0; k < shape::slots; ++k) {
-    const int i = k * threads + static_cast<int>(threadIdx.x);
-    if (i < whole0 || i >= whole1)
-      staged[i] = bits_as<uint4>(i < owned ? staged_edge<T, V>(x, cols, w.shift, first + i) : neg);
-  }
+  s.edges(staged);
   __syncthreads();  // the mbarriers are initialized
 
-  float m = neg_inf, s = 0.0f;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    while (!cuda::ptx::mbarrier_try_wait_parity(&landed[h], 0)) {
-    }
-    vec v[half];
-    float hm = neg_inf;
-#pragma unroll
-    for (int k = 0; k < half; ++k) {
-      v[k] = bits_as<vec>(staged[(h * half + k) * threads + threadIdx.x]);
-      hm = fmaxf(hm, v[k].max());
-    }
-    const float m2 = fmaxf(m, hm), shift = safe_shift(m2);
-    s = s * exp2_fast((m - shift) * log2e) + Op::template exp_sum<false>(v, shift);
-    m = m2;
-  }
-  const partial total =
-      shape::exchange::allreduce({m, s}, smem, shape::warps_per_row, cluster_size);
+  const partial total = shape::exchange::allreduce(s.fold(staged, landed, 0), smem,
+                                                   shape::warps_per_row, cluster_size);
+  s.template store<0, share::slots>(staged, total);
+#endif
+}
 
-  const float shift = safe_shift(total.m), inv = 1.0f / total.s;
-  T* const y = a.y + w.row * a.y_stride;
-#pragma unroll 2
-  for (int k = 0; k < shape::slots; ++k) {
-    const int i = k * threads + static_cast<int>(threadIdx.x);
-    if (i < owned) {
-      const vec out = Op::normalized(bits_as<vec>(staged[i]), shift, inv);
-      if (i >= whole0 && i < whole1) {
-        *reinterpret_cast<vec*>(y + at + i * V) = out;
-      } else {
-        staged_edge_store<T, V>(y, cols, w.shift, first + i, out);
-      }
+/// Forward rows staged (see staged_share) over `split_ctas` CTAs each, `row_groups` rows in
+/// flight, all CTAs resident at once (a cooperative launch), meeting once a row through the
+/// workspace (see meet). Group g takes rows g, g + row_groups, ...; the next row's first half
+/// is copied in while the second half of this one is stored.
+template <class Op, int V, int Config>
+ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
+                                         (kernel_shape<Op, V, Config>::min_ctas_per_sm))
+    staged_split_kernel(typename Op::args const a, split_workspace const ws) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  (void)a, (void)ws;
+  __trap();
+#else
+  using shape = kernel_shape<Op, V, Config>;
+  using share = staged_share<Op, V, Config>;
+  __shared__ typename shape::exchange::storage smem;
+  __shared__ partial total_smem;
+  __shared__ std::uint64_t landed[2];
+  extern __shared__ uint4 staged[];
+
+  const int group = static_cast<int>(blockIdx.x) / ws.split_ctas;
+  const int rank = static_cast<int>(blockIdx.x) % ws.split_ctas;
+  share s(a, group, rank, ws.split_ctas);
+  if (threadIdx.x == 0) {
+    share::init(landed);
+    s.issue(0, staged, landed);
+    s.issue(1, staged, landed);
+  }
+  s.edges(staged);
+  __syncthreads();  // the mbarriers are initialized
+
+  int iteration = 0;
+  for (std::int64_t row = group; row < a.rows; row += ws.row_groups, ++iteration) {
+    const partial acc = shape::exchange::allreduce(s.fold(staged, landed, iteration & 1), smem,
+                                                   shape::warps_per_row, 1);
+    const partial total = meet<typename Op::reduce>(ws, group, rank, iteration, acc, total_smem);
+    const std::int64_t next = row + ws.row_groups;
+    const share n(a, next < a.rows ? next : row, rank, ws.split_ctas);
+    // Each half is rewritten by the next row's copy once every thread has read it: a proxy
+    // fence orders this thread's shared-memory accesses before the copy's (async proxy).
+    s.template store<0, share::half>(staged, total);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    __syncthreads();
+    if (threadIdx.x == 0 && next < a.rows) n.issue(0, staged, landed);
+    s.template store<share::half, share::slots>(staged, total);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    __syncthreads();  // also: total_smem and the exchange's slots are rewritten by the next row
+    if (next < a.rows) {
+      if (threadIdx.x == 0) n.issue(1, staged, landed);
+      n.edges(staged);
     }
+    s = n;
   }
 #endif
 }
