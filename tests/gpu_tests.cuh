@@ -56,18 +56,6 @@ row_layout layout_for(shape const& s) {
   return {1, false};
 }
 
-/// The plan of the fewest staged CTAs (32 KB each) that hold rows of `cols` in `layout`.
-template <class T>
-plan staged_plan(row_layout layout, std::int64_t rows, std::int64_t cols) {
-  const std::int64_t windows =
-      detail::ceil_div(cols + (layout.shifted ? layout.vec - 1 : 0), layout.vec);
-  const auto n = detail::ceil_div(
-      windows, detail::window_capacity(detail::kernel_configs[detail::staged_config], layout.vec,
-                                       sizeof(T), 1));
-  return detail::make_plan(detail::staged_config, layout, rows, windows, sizeof(T),
-                           static_cast<int>(n));
-}
-
 /// Every cols in 1..2^20 at which the plan for `layout` changes configuration, cluster size
 /// or (within one CTA) threads per row, with its neighbour below.
 template <class T>
@@ -293,40 +281,6 @@ TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
   }
 }
 
-// Staged clusters take rows in turn: more rows than the clusters the device runs at once (the
-// launcher's grid stops there, its plan query says so), planned (16-bit) and forced (every
-// type), every layout (one with a head that differs from row to row), random and special values.
-TYPED_TEST_P(Gpu, StagedClustersTakeRowsInTurn) {
-  using T = TypeParam;
-  for (std::int64_t cols : {std::int64_t{16385}, std::int64_t{151937}}) {
-    const std::int64_t rows = cols < 100000 ? 1500 : 240;
-    for (shape s : layouts<T>(rows, cols)) {
-      const row_layout layout = layout_for<T>(s);
-      SCOPED_TRACE(std::to_string(cols) + " cols, in stride " + std::to_string(s.ins()));
-      check_forward<T>(s, seed_of(cols, s.ins(), 26), fill::random);
-      if (layout.vec == 1) continue;  // staged rows take 16-byte vectors
-      // Forced: as many clusters as the launchers take, and 3 (a hundred rows and more each).
-      const plan staged = staged_plan<T>(layout, rows, cols);
-      for (std::int64_t clusters : {rows, std::int64_t{3}}) {
-        launcher<T> forced;
-        forced.forced = staged;
-        forced.forced->grid_ctas = clusters * staged.cluster_size;
-        check_forward<T>(s, seed_of(cols, s.ins(), 27 + clusters), fill::random, forced);
-        check_forward<T>(s, seed_of(cols, s.ins(), 28 + clusters), fill::special, forced);
-      }
-    }
-    if constexpr (sizeof(T) == 2) {
-      device_buffer<T> buf(16);
-      ASSERT_NE(buf.ptr, nullptr);
-      plan p;
-      ROWSOFTMAX_CUDA_OK(softmax_forward_plan<T>(buf.ptr, cols, buf.ptr, cols, rows, cols, &p));
-      EXPECT_EQ(p.algo, algorithm::staged) << to_string(p);
-      EXPECT_EQ(p.grid_ctas % p.cluster_size, 0);
-      EXPECT_LT(p.grid_ctas, rows * p.cluster_size) << to_string(p);
-    }
-  }
-}
-
 // The workspace launchers: rows just above the longest register rows and of 2^20 + 3, several
 // rounds of rows in flight (13 rows), every layout; the longest forward rows the staged split
 // takes (half the CTAs the device runs); rows the register tiers hold are planned and run as
@@ -414,16 +368,6 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
       check_forward<T>(s, seed_of(cols, s.out_offset, 15));
       check_backward<T>(s, seed_of(cols, s.out_offset, 16));
     }
-  // Staged clusters taking rows in turn: 2 clusters for 7 rows.
-  for (std::int64_t cols : {16385, 50257})
-    for (shape s : layouts<T>(7, cols)) {
-      const row_layout layout = layout_for<T>(s);
-      if (layout.vec == 1) continue;
-      launcher<T> forced;
-      forced.forced = staged_plan<T>(layout, 7, cols);
-      forced.forced->grid_ctas = 2 * forced.forced->cluster_size;
-      check_forward<T>(s, seed_of(cols, s.ins(), 29), fill::random, forced);
-    }
   launcher<T> with_workspace;  // the split tier backward, the staged split tier forward
   with_workspace.workspace = true;
   for (shape s : layouts<T>(3, 600000)) {
@@ -434,7 +378,7 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
 
 REGISTER_TYPED_TEST_SUITE_P(Gpu, GraphCapture, ShapeTable, TierThresholds, StridesOffsetsAndInPlace,
                             SpecialValues, RandomShapes, EveryConfigurationThatHoldsTheRow,
-                            LongRowsStream, FullLaunchesOfClusterRows, StagedClustersTakeRowsInTurn,
-                            SplitRowsWithAWorkspace, PlanQueryMatchesThePlanner, SanitizerSubset);
+                            LongRowsStream, FullLaunchesOfClusterRows, SplitRowsWithAWorkspace,
+                            PlanQueryMatchesThePlanner, SanitizerSubset);
 
 }  // namespace rowsoftmax::test

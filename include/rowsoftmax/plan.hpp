@@ -33,8 +33,7 @@ enum class algorithm : std::uint8_t {
                  ///< it; x is read once, or the overflow twice (launchers given a workspace)
   staged,        ///< forward only: a thread-block cluster (sm_90+) copies one row into its CTAs'
                  ///< shared memory (bulk asynchronous copies) and reduces and normalizes it from
-                 ///< there, its registers free of row data, then takes the next row of its
-                 ///< turn; x is read once
+                 ///< there, its registers free of row data; x is read once
   staged_split,  ///< forward only (sm_90+): many CTAs share a row through a workspace, as
                  ///< split, each copying its share into shared memory, as staged; x is read
                  ///< once (launchers given a workspace)
@@ -70,10 +69,7 @@ struct plan {
   int threads_per_cta = 1;
   int cluster_size = 1;              ///< CTAs that share one row (1: no cluster)
   std::int64_t windows = 0;          ///< vector windows in the widest row, peeled head included
-  std::int64_t grid_ctas = 0;        ///< CTAs launched for `rows` rows (staged: `plan_for`
-                                     ///< gives a cluster a row; the launchers launch at most
-                                     ///< the clusters the device runs at once, taking rows in
-                                     ///< turn, and their plan queries say so)
+  std::int64_t grid_ctas = 0;        ///< CTAs launched for `rows` rows
   int split_ctas = 0;                ///< split, staged split: CTAs that share one row
   int row_groups = 0;                ///< split, staged split: rows in flight at once
                                      ///< (grid = row_groups * split_ctas)

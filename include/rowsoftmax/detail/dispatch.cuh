@@ -139,21 +139,23 @@ cudaError_t prepare_kernel(plan const& p, int device) {
   return cudaSuccess;
 }
 
-/// Clusters of `p.cluster_size` CTAs of the kernel, with `p`'s stash, that `device` runs at
-/// once (cudaOccupancyMaxActiveClusters; 0: the size does not fit), asked once per device,
-/// kernel, stash and cluster size.
+/// Whether the kernel runs clusters of `p.cluster_size` CTAs with `p`'s stash on `device`
+/// (cudaOccupancyMaxActiveClusters), asked once per device, kernel, stash and cluster size.
 template <class Op, int V, int Config>
-cudaError_t active_clusters(plan const& p, int device, int* out) {
-  static std::atomic<int> state[max_cached_devices][max_cached_stash]
-                               [max_cluster_size + 1];  // 0 unknown, else the count + 1
+cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
+  // 0 unknown, 1 fits, 2 does not fit
+  static std::atomic<std::uint8_t> state[max_cached_devices][max_cached_stash]
+                                        [max_cluster_size + 1];
   const int n = p.cluster_size;
-  *out = 0;
-  if (n < 1 || n > max_cluster_size) return cudaSuccess;
+  if (n < 1 || n > max_cluster_size) {
+    *fits = false;
+    return cudaSuccess;
+  }
   const bool cached = cacheable(p, device);
   if (cached) {
     const int s = state[device][p.stash_tiles][n].load(std::memory_order_relaxed);
     if (s != 0) {
-      *out = s - 1;
+      *fits = s == 1;
       return cudaSuccess;
     }
   }
@@ -166,11 +168,11 @@ cudaError_t active_clusters(plan const& p, int device, int* out) {
   int clusters = 0;
   const cudaError_t err =
       cudaOccupancyMaxActiveClusters(&clusters, kernel_ptr<Op, V, Config>(), &cfg);
-  // A size the device rejects outright does not fit; that is not an error of the call.
+  // A size the device rejects outright is "does not fit", not an error of the call.
   if (err != cudaSuccess && err != cudaErrorInvalidClusterSize) return err;
   if (err != cudaSuccess) (void)cudaGetLastError();
-  *out = err == cudaSuccess && clusters > 0 ? clusters : 0;
-  if (cached) state[device][p.stash_tiles][n].store(*out + 1, std::memory_order_relaxed);
+  *fits = err == cudaSuccess && clusters > 0;
+  if (cached) state[device][p.stash_tiles][n].store(*fits ? 1 : 2, std::memory_order_relaxed);
   return cudaSuccess;
 }
 
@@ -209,10 +211,7 @@ cudaError_t plan_fits(plan const& p, int device, bool* fits) {
   return visit_plan<Op>(p, [&](auto v, auto c) {
     constexpr int V = decltype(v)::value, C = decltype(c)::value;
     if constexpr (kernel_configs[C].clustered) {
-      int n = 0;
-      ROWSOFTMAX_TRY((active_clusters<Op, V, C>(p, device, &n)));
-      *fits = n > 0;
-      return cudaSuccess;
+      return cluster_fits<Op, V, C>(p, device, fits);
     } else {
       int n = 0;
       ROWSOFTMAX_TRY((resident_ctas<Op, V, C>(p, device, &n)));
@@ -222,39 +221,20 @@ cudaError_t plan_fits(plan const& p, int device, bool* fits) {
   });
 }
 
-/// A staged plan's grid on `device`: at most the clusters the device runs at once (they take
-/// the rows in turn, so none waits for a wave). Other plans keep theirs.
-template <class Op>
-cudaError_t settle_grid(plan& p, int device) {
-  if (p.algo != algorithm::staged) return cudaSuccess;
-  return visit_plan<Op>(p, [&](auto v, auto c) {
-    constexpr int V = decltype(v)::value, C = decltype(c)::value;
-    if constexpr (kernel_configs[C].algo == algorithm::staged) {
-      int n = 0;
-      ROWSOFTMAX_TRY((active_clusters<Op, V, C>(p, device, &n)));
-      const std::int64_t most = std::int64_t{n} * p.cluster_size;
-      if (n > 0 && p.grid_ctas > most) p.grid_ctas = most;
-    }
-    return cudaSuccess;
-  });
-}
-
 /// Plan for a call on `device` with vector layout `layout`: plan_for, then, while the chosen
 /// plan does not fit the device (plan_fits), streaming instead of split, no stash, smaller
-/// clusters; a staged plan's grid settled (settle_grid). The plan's kernel has been prepared and
-/// checked.
+/// clusters. The plan's kernel has been prepared and checked.
 template <class Op>
 cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std::int64_t cols,
                         int device, bool with_workspace, plan* out) {
   device_limits limits;
   ROWSOFTMAX_TRY(cached_device_limits(device, &limits));
   for (;;) {
-    plan p =
+    const plan p =
         plan_for(dir, rows, cols, sizeof(typename Op::value_type), layout, limits, with_workspace);
     bool fits = false;
     ROWSOFTMAX_TRY(plan_fits<Op>(p, device, &fits));
     if (fits) {
-      ROWSOFTMAX_TRY(settle_grid<Op>(p, device));
       *out = p;
       return cudaSuccess;
     }
@@ -313,10 +293,8 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
 /// Launches any configuration `p` names for `a` (tests and benchmarks force plans through
 /// it). Refuses (cudaErrorInvalidValue) a plan that does not match the arguments: a vector
 /// width or alignment the pointers do not allow, too little capacity, or a configuration
-/// without a kernel for the op (the staged ones backward); and
-/// (cudaErrorInvalidConfiguration) a cluster, stash or split the device cannot run. A staged
-/// plan launches as many clusters as the launchers would, or `p.grid_ctas` / `p.cluster_size`
-/// where that is fewer (a multiple of the cluster size), each taking more rows in turn.
+/// without a kernel for the op (the staged one backward); and
+/// (cudaErrorInvalidConfiguration) a cluster, stash or split the device cannot run.
 template <class Op, std::size_t N>
 cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const& a,
                 cudaStream_t stream, void* workspace = nullptr, std::size_t workspace_bytes = 0) {
@@ -345,10 +323,6 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
   bool fits = false;
   ROWSOFTMAX_TRY(plan_fits<Op>(q, device, &fits));
   if (!fits) return cudaErrorInvalidConfiguration;
-  ROWSOFTMAX_TRY(settle_grid<Op>(q, device));
-  if (q.algo == algorithm::staged && p.grid_ctas > 0 && p.grid_ctas % q.cluster_size == 0 &&
-      p.grid_ctas < q.grid_ctas)
-    q.grid_ctas = p.grid_ctas;  // fewer clusters, each taking more rows in turn
   return launch<Op>(q, a, workspace, stream);
 }
 

@@ -43,18 +43,16 @@ __device__ inline partial butterfly(partial p) {
 /// Reduction of one row. `Lanes` < 32: the row's threads are that many consecutive lanes of
 /// a warp (shuffles only). `Lanes` == 32: the row is `warps` whole warps of a CTA of at most
 /// `MaxCtaThreads` threads and, with `Clustered`, spread over the `ctas` CTAs of a cluster (then
-/// one row per CTA); both counts are chosen per launch. A cluster that takes rows in turn
-/// (`Sets` == 2) alternates two sets of slots and mbarriers, row i using set i % 2.
-template <class Reduce, int Lanes, int MaxCtaThreads, bool Clustered, int Sets = 1>
+/// one row per CTA); both counts are chosen per launch.
+template <class Reduce, int Lanes, int MaxCtaThreads, bool Clustered>
 struct row_exchange {
   static_assert(Lanes >= 1 && Lanes <= 32 && (Lanes & (Lanes - 1)) == 0, "lanes: a power of two");
   static_assert(Lanes == 32 || !Clustered, "a cluster shares rows of whole warps");
-  static_assert(Sets == 1 || (Sets == 2 && Clustered), "rows in turn: clusters");
   static constexpr int max_slots = MaxCtaThreads / 32 * (Clustered ? max_cluster_size : 1);
 
   struct storage {
-    partial slot[Sets][max_slots];  // the CTA's rows' partials, one per warp of each row
-    std::uint64_t bar[Sets];        // cluster only: counts the bytes of the peers' partials
+    partial slot[max_slots];  // the CTA's rows' partials, one per warp of each row
+    std::uint64_t bar;        // cluster only: counts the bytes of the peers' partials
   };
 
   /// Call once at kernel start, before the global loads, with the warps of a row and the CTAs
@@ -67,11 +65,11 @@ struct row_exchange {
       __trap();
 #else
       if (threadIdx.x == 0) {
-#pragma unroll
-        for (int b = 0; b < Sets; ++b) cuda::ptx::mbarrier_init(&smem.bar[b], 1);
+        cuda::ptx::mbarrier_init(&smem.bar, 1);
         cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-#pragma unroll
-        for (int b = 0; b < Sets; ++b) arm(smem.bar[b], warps, ctas);
+        cuda::ptx::mbarrier_arrive_expect_tx(
+            cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &smem.bar,
+            static_cast<std::uint32_t>(warps * ctas * sizeof(partial)));
       }
       cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_relaxed);
 #endif
@@ -80,21 +78,10 @@ struct row_exchange {
     }
   }
 
-  /// Thread 0: expects the peers' partials of a row on `bar` (its next phase).
-  __device__ static void arm(std::uint64_t& bar, int warps, int ctas) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    cuda::ptx::mbarrier_arrive_expect_tx(
-        cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &bar,
-        static_cast<std::uint32_t>(warps * ctas * sizeof(partial)));
-#else
-    (void)bar, (void)warps, (void)ctas;
-#endif
-  }
-
   /// The row's total from every thread's partial; all threads of the CTA must call it with
-  /// the same counts as `begin`, and with `Sets` == 2 with the rows in turn (`row`: 0, 1, ...).
-  /// Every thread of the row (in every CTA of the cluster) gets the bitwise same result.
-  __device__ static partial allreduce(partial p, storage& smem, int warps, int ctas, int row = 0) {
+  /// the same counts as `begin`. Every thread of the row (in every CTA of the cluster) gets the
+  /// bitwise same result.
+  __device__ static partial allreduce(partial p, storage& smem, int warps, int ctas) {
     p = butterfly<Reduce, Lanes>(p);
     if constexpr (Lanes < 32) {
       (void)smem, (void)warps, (void)ctas;
@@ -104,8 +91,7 @@ struct row_exchange {
       if (used == 1) return p;
       const int lane = threadIdx.x % 32;
       const int warp = threadIdx.x / 32;
-      const int set = Sets == 1 ? 0 : row % Sets;
-      partial* slots = smem.slot[set] + (warp / warps) * used;  // this warp's row
+      partial* slots = smem.slot + (warp / warps) * used;  // this warp's row
       const int w = warp % warps;
       if constexpr (!Clustered) {
         if (lane == 0) slots[w] = p;
@@ -117,19 +103,14 @@ struct row_exchange {
         namespace cg = cooperative_groups;
         cg::cluster_group cta_cluster = cg::this_cluster();
         const int rank = static_cast<int>(cta_cluster.block_rank());
-        if (row == 0) cuda::ptx::barrier_cluster_wait();  // every peer's mbarrier is initialized
+        cuda::ptx::barrier_cluster_wait();  // every peer's mbarrier is initialized
         if (lane < ctas) {
           partial* dst = cta_cluster.map_shared_rank(&slots[rank * warps + w], lane);
-          std::uint64_t* bar = cta_cluster.map_shared_rank(&smem.bar[set], lane);
+          std::uint64_t* bar = cta_cluster.map_shared_rank(&smem.bar, lane);
           cuda::ptx::st_async(dst, p, bar);
         }
-        const std::uint32_t parity = Sets == 1 ? 0u : static_cast<std::uint32_t>(row / Sets) & 1u;
-        while (!cuda::ptx::mbarrier_try_wait_parity(&smem.bar[set], parity)) {
+        while (!cuda::ptx::mbarrier_try_wait_parity(&smem.bar, 0)) {
         }
-        // Rows in turn: the set's next row (row + 2) is expected from now on. No peer sends it
-        // before every warp here has read this row's slots: each peer first needs this CTA's
-        // partials of row + 1, which each warp sends after it has read them.
-        if (Sets > 1 && threadIdx.x == 0) arm(smem.bar[set], warps, ctas);
 #endif
       }
       // Lane-parallel fold of the row's partials (lane i: slots i, i + 32, ...; identity where

@@ -10,7 +10,7 @@
 //                      CTA keeping its share in registers and shared memory between the passes
 //                      (what does not fit is read again).
 //   staged_kernel    - forward: a row copied into the shared memory of a cluster's CTAs, reduced
-//                      and normalized from there, a cluster taking rows in turn (sm_90).
+//                      and normalized from there (sm_90).
 //   staged_split_kernel - forward: a row copied into the shared memory of many CTAs that meet
 //                      through a workspace, as split_kernel (sm_90).
 #pragma once
@@ -418,51 +418,8 @@ struct staged_share {
   }
 };
 
-/// The rows of a staged CTA (see staged_share): rows `row`, `row + step`, ... below a.rows,
-/// its share of each (CTA `rank` of `ctas`) staged through `staged`; `total_of(partial,
-/// iteration)` (called by every thread, the iteration counting the CTA's rows from 0) gives the
-/// row's total from the thread's partial. The next row's first half lands while this one's
-/// second half is stored.
-template <class Op, int V, int Config, class Total>
-__device__ inline void staged_rows(typename Op::args const& a, std::int64_t row, std::int64_t step,
-                                   int rank, int ctas, uint4* staged, std::uint64_t* landed,
-                                   Total&& total_of) {
-  using share = staged_share<Op, V, Config>;
-  share s(a, row, rank, ctas);
-  if (threadIdx.x == 0) {
-    share::init(landed);
-    s.issue(0, staged, landed);
-    s.issue(1, staged, landed);
-  }
-  s.edges(staged);
-  __syncthreads();  // the mbarriers are initialized
-
-  for (int iteration = 0; row < a.rows; row += step, ++iteration) {
-    const partial total = total_of(s.fold(staged, landed, iteration & 1), iteration);
-    if (row + step >= a.rows) {  // the last row
-      s.template store<0, share::slots>(staged, total);
-      break;
-    }
-    const share n(a, row + step, rank, ctas);
-    // Each half is rewritten by the next row's copy once every thread has read it: a proxy
-    // fence orders this thread's shared-memory accesses before the copy's (async proxy).
-    s.template store<0, share::half>(staged, total);
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-    __syncthreads();
-    if (threadIdx.x == 0) n.issue(0, staged, landed);
-    s.template store<share::half, share::slots>(staged, total);
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-    __syncthreads();  // also: shared memory that total_of uses is rewritten by the next row
-    if (threadIdx.x == 0) n.issue(1, staged, landed);
-    n.edges(staged);
-    s = n;
-  }
-}
-
-/// Forward rows in shared memory (see staged_rows), a cluster taking rows in turn: cluster c of
-/// the launch's C takes rows c, c + C, ... (the launcher launches at most the clusters the
-/// device runs at once, so no CTA waits for a wave), its CTAs exchanging once a row (the
-/// exchange's two sets of slots alternating).
+/// Forward rows in shared memory, one a cluster (see staged_share): the CTAs stage their
+/// shares, exchange once and store.
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
@@ -472,23 +429,32 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   __trap();
 #else
   using shape = kernel_shape<Op, V, Config>;
-  using exchange = row_exchange<typename Op::reduce, 32, shape::threads_per_cta, true, 2>;
-  __shared__ typename exchange::storage smem;
+  using share = staged_share<Op, V, Config>;
+  __shared__ typename shape::exchange::storage smem;
   __shared__ std::uint64_t landed[2];
   extern __shared__ uint4 staged[];
-  exchange::begin(smem, shape::warps_per_row, cluster_size);
-  staged_rows<Op, V, Config>(a, blockIdx.x / cluster_size, gridDim.x / cluster_size,
-                             static_cast<int>(blockIdx.x % cluster_size), cluster_size, staged,
-                             landed, [&](partial p, int iteration) {
-                               return exchange::allreduce(p, smem, shape::warps_per_row,
-                                                          cluster_size, iteration);
-                             });
+  shape::exchange::begin(smem, shape::warps_per_row, cluster_size);
+
+  const share s(a, std::int64_t{blockIdx.x / cluster_size},
+                static_cast<int>(blockIdx.x % cluster_size), cluster_size);
+  if (threadIdx.x == 0) {
+    share::init(landed);
+    s.issue(0, staged, landed);
+    s.issue(1, staged, landed);
+  }
+  s.edges(staged);
+  __syncthreads();  // the mbarriers are initialized
+
+  const partial total = shape::exchange::allreduce(s.fold(staged, landed, 0), smem,
+                                                   shape::warps_per_row, cluster_size);
+  s.template store<0, share::slots>(staged, total);
 #endif
 }
 
-/// Forward rows staged (see staged_rows) over `split_ctas` CTAs each, `row_groups` rows in
+/// Forward rows staged (see staged_share) over `split_ctas` CTAs each, `row_groups` rows in
 /// flight, all CTAs resident at once (a cooperative launch), meeting once a row through the
-/// workspace (see meet). Group g takes rows g, g + row_groups, ....
+/// workspace (see meet). Group g takes rows g, g + row_groups, ...; the next row's first half
+/// is copied in while the second half of this one is stored.
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
@@ -498,17 +464,45 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   __trap();
 #else
   using shape = kernel_shape<Op, V, Config>;
+  using share = staged_share<Op, V, Config>;
   __shared__ typename shape::exchange::storage smem;
   __shared__ partial total_smem;
   __shared__ std::uint64_t landed[2];
   extern __shared__ uint4 staged[];
+
   const int group = static_cast<int>(blockIdx.x) / ws.split_ctas;
   const int rank = static_cast<int>(blockIdx.x) % ws.split_ctas;
-  staged_rows<Op, V, Config>(
-      a, group, ws.row_groups, rank, ws.split_ctas, staged, landed, [&](partial p, int iteration) {
-        p = shape::exchange::allreduce(p, smem, shape::warps_per_row, 1);
-        return meet<typename Op::reduce>(ws, group, rank, iteration, p, total_smem);
-      });
+  share s(a, group, rank, ws.split_ctas);
+  if (threadIdx.x == 0) {
+    share::init(landed);
+    s.issue(0, staged, landed);
+    s.issue(1, staged, landed);
+  }
+  s.edges(staged);
+  __syncthreads();  // the mbarriers are initialized
+
+  int iteration = 0;
+  for (std::int64_t row = group; row < a.rows; row += ws.row_groups, ++iteration) {
+    const partial acc = shape::exchange::allreduce(s.fold(staged, landed, iteration & 1), smem,
+                                                   shape::warps_per_row, 1);
+    const partial total = meet<typename Op::reduce>(ws, group, rank, iteration, acc, total_smem);
+    const std::int64_t next = row + ws.row_groups;
+    const share n(a, next < a.rows ? next : row, rank, ws.split_ctas);
+    // Each half is rewritten by the next row's copy once every thread has read it: a proxy
+    // fence orders this thread's shared-memory accesses before the copy's (async proxy).
+    s.template store<0, share::half>(staged, total);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    __syncthreads();
+    if (threadIdx.x == 0 && next < a.rows) n.issue(0, staged, landed);
+    s.template store<share::half, share::slots>(staged, total);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    __syncthreads();  // also: total_smem and the exchange's slots are rewritten by the next row
+    if (next < a.rows) {
+      if (threadIdx.x == 0) n.issue(1, staged, landed);
+      n.edges(staged);
+    }
+    s = n;
+  }
 #endif
 }
 
