@@ -345,13 +345,6 @@ struct staged_share {
     at = first * V - shift;
   }
 
-  /// Thread 0, once a kernel: the two halves' mbarriers.
-  __device__ static void init(std::uint64_t* landed) {
-    cuda::ptx::mbarrier_init(&landed[0], 1);
-    cuda::ptx::mbarrier_init(&landed[1], 1);
-    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-  }
-
   /// Thread 0: the copy of half `h`'s whole windows into `staged`, counted by `landed[h]`
   /// (which completes its phase when they have landed, at once if there are none).
   __device__ void issue(int h, uint4* staged, std::uint64_t* landed) const {
@@ -362,6 +355,19 @@ struct staged_share {
     if (bytes > 0)
       cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, &staged[lo],
                                x + at + lo * V, bytes, &landed[h]);
+  }
+
+  /// Every thread, once a kernel, then a __syncthreads: thread 0 initializes the two halves'
+  /// mbarriers and issues the share's copies; each thread fills its edges.
+  __device__ void start(uint4* staged, std::uint64_t* landed) const {
+    if (threadIdx.x == 0) {
+      cuda::ptx::mbarrier_init(&landed[0], 1);
+      cuda::ptx::mbarrier_init(&landed[1], 1);
+      cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+      issue(0, staged, landed);
+      issue(1, staged, landed);
+    }
+    edges(staged);
   }
 
   /// Each thread: its slots the copies do not fill (the ragged windows, -inf past the share).
@@ -437,12 +443,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
 
   const share s(a, std::int64_t{blockIdx.x / cluster_size},
                 static_cast<int>(blockIdx.x % cluster_size), cluster_size);
-  if (threadIdx.x == 0) {
-    share::init(landed);
-    s.issue(0, staged, landed);
-    s.issue(1, staged, landed);
-  }
-  s.edges(staged);
+  s.start(staged, landed);
   __syncthreads();  // the mbarriers are initialized
 
   const partial total = shape::exchange::allreduce(s.fold(staged, landed, 0), smem,
@@ -473,12 +474,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   const int group = static_cast<int>(blockIdx.x) / ws.split_ctas;
   const int rank = static_cast<int>(blockIdx.x) % ws.split_ctas;
   share s(a, group, rank, ws.split_ctas);
-  if (threadIdx.x == 0) {
-    share::init(landed);
-    s.issue(0, staged, landed);
-    s.issue(1, staged, landed);
-  }
-  s.edges(staged);
+  s.start(staged, landed);
   __syncthreads();  // the mbarriers are initialized
 
   int iteration = 0;
