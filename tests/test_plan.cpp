@@ -365,6 +365,58 @@ void expect_staged_split(rs::plan const& p, std::int64_t rows, std::int64_t cols
   EXPECT_EQ(p.workspace_bytes, rs::detail::split_workspace_bytes(p.row_groups, p.split_ctas));
 }
 
+// The staged split follows the device: its SMs and their shared memory set the CTAs it runs at
+// once (32 KB of row a CTA plus 2 KB), of which a row may take half; at most twice the CTAs a row
+// needs; 16-byte vectors and sm_90 only.
+TEST(Plan, StagedSplitFollowsTheDevice) {
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
+    const int vec = static_cast<int>(16 / elem);
+    const std::int64_t per_cta = 32768 / static_cast<std::int64_t>(elem);  // elements a CTA holds
+    for (int sms : {132, 66, 20})
+      for (int smem : {233472, 101376, 69632}) {
+        rs::device_limits d{sms, 90, 16, smem, 232448};
+        const std::int64_t resident = std::int64_t{sms} * std::min(6, smem / (32768 + 2048));
+        SCOPED_TRACE(std::to_string(elem) + " bytes, " + std::to_string(sms) + " SMs, " +
+                     std::to_string(smem) + " bytes an SM");
+        for (std::int64_t need : {std::int64_t{65}, resident / 2, resident / 2 + 1})
+          for (std::int64_t rows : {1, 5, 1000}) {
+            const std::int64_t cols = (need - 1) * per_cta + 7;  // needs `need` CTAs
+            const auto p =
+                rs::plan_for(rs::direction::forward, rows, cols, elem, {vec, false}, d, true);
+            SCOPED_TRACE("need " + std::to_string(need) + ", rows " + std::to_string(rows) + ": " +
+                         rs::to_string(p));
+            if (cols <= (std::int64_t{1} << 20) / static_cast<std::int64_t>(elem)) {
+              EXPECT_NE(p.algo, algorithm::staged_split);  // the clusters hold it
+              continue;
+            }
+            if (2 * need > resident) {
+              EXPECT_NE(p.algo, algorithm::staged_split);
+              continue;
+            }
+            ASSERT_EQ(p.algo, algorithm::staged_split);
+            EXPECT_GE(p.split_ctas, need);
+            EXPECT_LE(p.split_ctas, 2 * need);
+            EXPECT_LE(p.grid_ctas, resident);
+            EXPECT_LE(p.row_groups, rows);
+            const std::int64_t most = std::min(rows, resident / need);
+            EXPECT_EQ((rows + p.row_groups - 1) / p.row_groups, (rows + most - 1) / most);
+          }
+      }
+    // Neither without 16-byte vectors nor before sm_90, nor without a workspace.
+    const std::int64_t cols = 100 * per_cta;
+    EXPECT_NE(rs::plan_for(rs::direction::forward, 8, cols, elem, {1, false}, h200, true).algo,
+              algorithm::staged_split);
+    EXPECT_NE(rs::plan_for(rs::direction::forward, 8, cols, elem, {vec, false}, a100, true).algo,
+              algorithm::staged_split);
+    EXPECT_NE(rs::plan_for(rs::direction::forward, 8, cols, elem, {vec, false}, h200).algo,
+              algorithm::staged_split);
+    EXPECT_EQ(
+        rs::plan_for(rs::direction::forward, 8, cols, elem, {vec, false}, hopper_portable, true)
+            .algo,
+        algorithm::staged_split);
+  }
+}
+
 TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
     for (auto dir : {rs::direction::forward, rs::direction::backward}) {
