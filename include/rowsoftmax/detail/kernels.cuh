@@ -415,7 +415,7 @@ struct staged_share {
       if (i < owned) {
         const vec out = Op::normalized(bits_as<vec>(staged[i]), sh, inv);
         if (i >= whole0 && i < whole1) {
-          *reinterpret_cast<vec*>(y + at + i * V) = out;
+          out.store(y + at + i * V);
         } else {
           staged_edge_store<T, V>(y, cols, shift, first + i, out);
         }

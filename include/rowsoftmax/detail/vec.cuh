@@ -86,6 +86,24 @@ struct alignas(sizeof(T) * V) vec_t {
     return r;
   }
 
+  /// Writes the vector to global memory at `p` (aligned to the vector) as one store. An
+  /// assignment through a vector pointer is copied word by word and left to the compiler to
+  /// merge, which it does not always do: the staged and split kernels' loops stored a 16-byte
+  /// window as four 4-byte stores (README, "Tuning notes").
+  __device__ void store(T* p) const {
+    if constexpr (sizeof(vec_t) == 16) {
+      asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]),
+                   "r"(w[2]), "r"(w[3])
+                   : "memory");
+    } else if constexpr (sizeof(vec_t) == 8) {
+      asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(w[0]), "r"(w[1]) : "memory");
+    } else if constexpr (sizeof(vec_t) == 4) {
+      asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(w[0]) : "memory");
+    } else {
+      asm volatile("st.global.b16 [%0], %1;" ::"l"(p), "h"(w[0]) : "memory");
+    }
+  }
+
   /// Hides the value from the optimizer (emits no instruction): elements converted to float
   /// for a reduction are converted again after it instead of being kept alive as floats, which
   /// would double a 16-bit row's registers.
