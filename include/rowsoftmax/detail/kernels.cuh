@@ -164,6 +164,7 @@ struct tile_share {
     return acc;
   }
 
+  template <bool OneStore>
   __device__ static void store(typename Op::args const& a, row_window& w, std::int64_t t0,
                                std::int64_t t1, int stash_tiles, fragment& f, uint4 const* stashed,
                                partial total) {
@@ -177,7 +178,7 @@ struct tile_share {
         }
         Op::fold(f);
       }
-      Op::store(a, w, f, total);
+      Op::template store<OneStore>(a, w, f, total);
     }
   }
 };
@@ -202,7 +203,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   typename shape::fragment f;
   const partial acc = share::load(a, w, t0, t1, stash_tiles, f, stashed);
   const partial total = shape::exchange::allreduce(acc, smem, shape::warps_per_row, cluster);
-  share::store(a, w, t0, t1, stash_tiles, f, stashed, total);
+  share::template store<false>(a, w, t0, t1, stash_tiles, f, stashed, total);
 }
 
 /// Where the CTAs of a split launch meet: per row group, an arrival counter (zero before the
@@ -274,7 +275,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
 
     const partial total = meet<reduce>(ws, group, rank, iteration, acc, total_smem);
-    share::store(a, w, t0, t1, ws.stash_tiles, f, stashed, total);
+    share::template store<true>(a, w, t0, t1, ws.stash_tiles, f, stashed, total);
     __syncthreads();  // total_smem and the exchange's slots are rewritten by the next row
   }
 }

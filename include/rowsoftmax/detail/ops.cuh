@@ -91,7 +91,7 @@ struct forward_op {
   /// fp32: y = exp(x - m_thread) * exp(m_thread - M) / S; 16-bit: y = exp(x - M) * (1 / S).
   /// A thread whose slots were all -inf writes zeros, unless the whole row is -inf (M = -inf,
   /// S = 0), which gives NaN as torch.softmax does.
-  template <int V, int N>
+  template <bool OneStore = false, int V, int N>
   __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
                                partial total) {
     const float shift = safe_shift(total.m);
@@ -114,7 +114,7 @@ struct forward_op {
         out[k] = normalized(x, shift, inv);
       }
     }
-    store_windows(a.y + w.row * a.y_stride, w, out);
+    store_windows<OneStore>(a.y + w.row * a.y_stride, w, out);
   }
 };
 
@@ -169,7 +169,7 @@ struct backward_op {
     return {0.0f, s};
   }
 
-  template <int V, int N>
+  template <bool OneStore = false, int V, int N>
   __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
                                partial total) {
     vec_t<T, V> out[N];
@@ -183,7 +183,7 @@ struct backward_op {
       for (int l = 0; l < V; ++l) dx[l] = y.at(l) * (dy.at(l) - total.s);
       out[k] = vec_t<T, V>::round(dx);
     }
-    store_windows(a.dx + w.row * a.dx_stride, w, out);
+    store_windows<OneStore>(a.dx + w.row * a.dx_stride, w, out);
   }
 };
 

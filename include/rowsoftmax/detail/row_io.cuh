@@ -108,14 +108,21 @@ __device__ inline void finish_windows(row_window const& w, T fill, vec_t<T, V> (
   }
 }
 
-/// Writes the in-range elements of N windows; the same geometry as `load_windows`.
-template <class T, int V, int N>
+/// Writes the in-range elements of N windows; the same geometry as `load_windows`. A whole
+/// window is one vector store: `OneStore` writes it with vec_t::store, for the kernels where
+/// the compiler splits the plain assignment into one store a word (the split kernel); elsewhere
+/// the plain assignment compiles to one store and leaves the compiler freer to schedule.
+template <bool OneStore = false, class T, int V, int N>
 __device__ inline void store_windows(T* row, row_window const& w, vec_t<T, V> const (&in)[N]) {
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
     if (e0 >= 0 && e0 + V <= w.cols) {
-      *reinterpret_cast<vec_t<T, V>*>(row + e0) = in[k];
+      if constexpr (OneStore) {
+        in[k].store(row + e0);
+      } else {
+        *reinterpret_cast<vec_t<T, V>*>(row + e0) = in[k];
+      }
     } else {
 #pragma unroll
       for (int l = 0; l < V; ++l) {
