@@ -449,17 +449,12 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
           EXPECT_EQ(s.algo, algorithm::streaming);
           if (fwd) {
             // Staged split where the CTAs of the device hold two rows in shared memory (32 KB
-            // each, 6 an SM), else fp32 splits and 16-bit streams as without a workspace.
+            // each, 6 an SM), else split.
             if (p.algo == algorithm::staged_split) {
               expect_staged_split(p, rows, cols, elem);
               continue;
             }
             EXPECT_GT(cols, 396 * 32768 / static_cast<std::int64_t>(elem));
-            if (elem == 2) {
-              EXPECT_EQ(p.config, s.config);
-              EXPECT_EQ(p.workspace_bytes, 0);
-              continue;
-            }
           }
           if (rs::detail::reads_once(s, dir, elem)) {
             EXPECT_EQ(p.config, s.config);
@@ -513,12 +508,17 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
                   elem == 2 ? "staged split 12x66 ctas cta=256 tpr=256 vec=8x8 head"
                             : "staged split 6x132 ctas cta=256 tpr=256 vec=4x8 head");
       }
-      // The scalar fallback splits too (16-bit forward streams); devices without clusters as
-      // well (no bulk copies: no staged split).
-      const auto split_or_stream = fwd && elem == 2 ? algorithm::streaming : algorithm::split;
-      EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {1, false}, h200, true).algo, split_or_stream);
+      // The scalar fallback splits too; devices without clusters as well (no bulk copies: no
+      // staged split).
+      EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {1, false}, h200, true).algo, algorithm::split);
       EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {vec, false}, a100, true).algo,
-                split_or_stream);
+                algorithm::split);
+      // Beyond the staged split, 16-bit forward splits as well (2^23 columns: 2 rows of 198
+      // CTAs at a time).
+      if (fwd && elem == 2) {
+        EXPECT_EQ(rs::to_string(rs::plan_for(dir, 16, 1 << 23, elem, {vec, false}, h200, true)),
+                  "split 2x198 ctas cta=256 tpr=256 vec=8x8 stash=2");
+      }
     }
 }
 

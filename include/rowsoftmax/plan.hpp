@@ -421,9 +421,9 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// (registers and a shared-memory stash), or through as many as allowed, reading the overflow
 /// twice; `with_workspace` (the launchers given a workspace) they are split over many CTAs
 /// instead: forward rows of which the device holds two in shared memory staged (see
-/// `algorithm::staged_split`, sm_90), other backward and fp32 forward rows with their tiles in
-/// registers and stashes (see `algorithm::split`). The scalar fallback (`layout.vec == 1`,
-/// 32 elements a thread of any type) has the one-CTA configurations and streams beyond. Streaming
+/// `algorithm::staged_split`, sm_90), other rows with their tiles in registers and stashes (see
+/// `algorithm::split`). The scalar fallback (`layout.vec == 1`, 32 elements a thread of any type)
+/// has the one-CTA configurations and streams beyond (or splits, given a workspace). Streaming
 /// and split size their stashes and groups by the direction's tensors.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
@@ -494,10 +494,9 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // Longer rows stream, read once where the CTAs of a cluster hold the row in registers and
   // shared memory. Longer still, with a workspace, they are split over many CTAs when that gives
   // a row at least two: forward rows staged where the device holds two of them in shared memory
-  // (H200, rows*cols = 2^27: 2^20 columns at 72-75% of copy, against 67-69% streaming or split;
-  // 16-bit 2^21 at 73% against 61%), else backward and fp32 forward split. 16-bit forward
-  // streams beyond: split it ran at 47-53% of copy on the H200 against streaming's 47-68%
-  // (2^20..2^24 columns; README, "Tuning notes").
+  // (H200, rows*cols = 2^27: 2^20 columns at 70-75% of copy, against 68-70% split and 65-67%
+  // streaming; 16-bit 2^21 at 73% against 66% and 61%), else split (16-bit forward 2^23 and
+  // 2^24 columns: 66% and 62% against streaming's 55% and 46%; README, "Tuning notes").
   const plan streaming =
       make_streaming_plan(dir, layout, rows, windows, elem_size, limits, max_cluster);
   if (with_workspace && !reads_once(streaming, dir, elem_size)) {
@@ -505,10 +504,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
       const plan p = make_staged_split_plan(layout, rows, windows, elem_size, limits);
       if (p.split_ctas >= 2) return p;
     }
-    if (dir == direction::backward || elem_size == 4) {
-      const plan p = make_split_plan(dir, layout, rows, windows, elem_size, limits);
-      if (p.split_ctas >= 2) return p;
-    }
+    const plan p = make_split_plan(dir, layout, rows, windows, elem_size, limits);
+    if (p.split_ctas >= 2) return p;
   }
   return streaming;
 }
