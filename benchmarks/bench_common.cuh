@@ -56,15 +56,22 @@ struct pool {
 double copy_bandwidth();
 
 struct result {
-  std::string direction, dtype, plan;
+  std::string direction, dtype, plan;  // plan: with " [queued]" for queued timings
   std::int64_t rows = 0, cols = 0;
   double us = 0, tbps = 0;
 };
 std::map<std::string, result>& results();
 
+/// Keeps the GPU busy for about `ns` nanoseconds (one thread spinning on the global timer), so
+/// that what is enqueued behind it waits for the GPU, not for the host.
+void hold_gpu(long long ns);
+
 /// Median of per-launch times (CUDA events) in microseconds; runs `launch` once per iteration.
+/// `queued`: each launch is enqueued behind a 20 us spin, so that the events time what the GPU
+/// spends on the call (from the start event to the stop event, both already queued) rather than
+/// also the host's time to submit it to an idle GPU.
 template <class F>
-double time_launches(benchmark::State& state, F&& launch) {
+double time_launches(benchmark::State& state, F&& launch, bool queued = false) {
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
@@ -72,6 +79,7 @@ double time_launches(benchmark::State& state, F&& launch) {
   check(cudaDeviceSynchronize(), "warm-up");
   std::vector<float> ms;
   for (auto _ : state) {
+    if (queued) hold_gpu(20000);
     check(cudaEventRecord(start), "record");
     check(launch(), "launch");
     check(cudaEventRecord(stop), "record");
@@ -109,11 +117,11 @@ struct forced_config {
 };
 
 /// One benchmark: forward (2 tensors moved) or backward (3) of rows x cols; `workspace`: the
-/// launchers with a workspace (allocated once, outside the timing).
+/// launchers with a workspace (allocated once, outside the timing); `queued`: see time_launches.
 template <class T>
 void softmax_benchmark(benchmark::State& state, std::string const& name, direction dir,
                        std::int64_t rows, std::int64_t cols, forced_config forced = {},
-                       bool workspace = false) {
+                       bool workspace = false, bool queued = false) {
   pool& p = pool::get();
   T* a = p.as<T>(0);
   T* b = p.as<T>(1);
@@ -132,20 +140,23 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
                            forced.cluster);
   const detail::tensor_arg fwd_t[] = {{a, cols, false}, {b, cols, true}};
   const detail::tensor_arg bwd_t[] = {{a, cols, false}, {b, cols, false}, {c, cols, true}};
-  const double us = time_launches(state, [&] {
-    if (forced.config >= 0)
-      return dir == direction::forward
-                 ? detail::run<detail::forward_op<T>>(pl, fwd_t, {a, cols, b, cols, rows, cols},
-                                                      nullptr)
-                 : detail::run<detail::backward_op<T>>(
-                       pl, bwd_t, {a, cols, b, cols, c, cols, rows, cols}, nullptr);
-    if (workspace)
-      return dir == direction::forward
-                 ? softmax_forward<T>(ws ? ws : &ws_bytes, &ws_bytes, a, b, rows, cols)
-                 : softmax_backward<T>(ws ? ws : &ws_bytes, &ws_bytes, a, b, c, rows, cols);
-    return dir == direction::forward ? softmax_forward<T>(a, b, rows, cols)
-                                     : softmax_backward<T>(a, b, c, rows, cols);
-  });
+  const double us = time_launches(
+      state,
+      [&] {
+        if (forced.config >= 0)
+          return dir == direction::forward
+                     ? detail::run<detail::forward_op<T>>(pl, fwd_t, {a, cols, b, cols, rows, cols},
+                                                          nullptr)
+                     : detail::run<detail::backward_op<T>>(
+                           pl, bwd_t, {a, cols, b, cols, c, cols, rows, cols}, nullptr);
+        if (workspace)
+          return dir == direction::forward
+                     ? softmax_forward<T>(ws ? ws : &ws_bytes, &ws_bytes, a, b, rows, cols)
+                     : softmax_backward<T>(ws ? ws : &ws_bytes, &ws_bytes, a, b, c, rows, cols);
+        return dir == direction::forward ? softmax_forward<T>(a, b, rows, cols)
+                                         : softmax_backward<T>(a, b, c, rows, cols);
+      },
+      queued);
   if (ws) check(cudaFree(ws), "workspace");
   const double bytes =
       static_cast<double>(dir == direction::forward ? 2 : 3) * rows * cols * sizeof(T);
@@ -158,7 +169,7 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   result& r = results()[name];
   r = {dir == direction::forward ? "forward" : "backward",
        dtype_name<T>(),
-       to_string(pl),
+       to_string(pl) + (queued ? " [queued]" : ""),
        rows,
        cols,
        us,

@@ -88,6 +88,21 @@ double copy_bandwidth() {
   return bw;
 }
 
+namespace {
+__global__ void spin(long long ns) {
+  long long t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+}  // namespace
+
+void hold_gpu(long long ns) {
+  spin<<<1, 1>>>(ns);
+  check(cudaGetLastError(), "hold");
+}
+
 std::map<std::string, result>& results() {
   static std::map<std::string, result> r;
   return r;
