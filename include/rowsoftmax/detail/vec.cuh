@@ -46,7 +46,16 @@ struct alignas(sizeof(T) * V) vec_t {
       return bits_as<T>(static_cast<std::uint16_t>(w[l / 2] >> (16 * (l % 2))));
     }
   }
-  __device__ float at(int l) const { return to_float(get(l)); }
+  __device__ float at(int l) const {
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      // A bf16 is the high half of a float: its bits put there (one instruction for either
+      // half of a word; the conversion of get(l) shifted the high half down and up again).
+      const std::uint32_t x = w[l / per_word];
+      return __uint_as_float(per_word == 2 && l % 2 == 1 ? x & 0xffff0000u : x << 16);
+    } else {
+      return to_float(get(l));
+    }
+  }
 
   /// Max over the elements as float (fmaxf's NaN rule); 16-bit pairs compared packed.
   __device__ float max() const {
