@@ -119,3 +119,30 @@ TEST(SumCombine, AddsSums) {
       sum_reduce::combine(sum_reduce::combine(sum_reduce::identity(), {0, 1.5f}), {0, 2.0f});
   EXPECT_EQ(p.s, 3.5f);
 }
+
+// The fused exp of the staged rows (one fma an element): exp(x - shift) within float rounding
+// of float64 for shifts up to 2^20, including the 16-bit maxima where dropping the product's
+// rounding error would cost up to 0.3% (65504 * log2e rounded is off by up to 2^-8).
+TEST(FusedExp, MatchesTheExactExpWherePlainFmaWouldNot) {
+  using rowsoftmax::detail::fused_exp;
+  using rowsoftmax::detail::shifted_exp;
+  for (float shift :
+       {0.0f, 1.0f, -3.25f, 100.0f, 12345.678f, 65504.0f, -65504.0f, 1.0e6f, -1048575.0f}) {
+    ASSERT_TRUE(fused_exp::fits(shift));
+    const fused_exp e(shift);
+    for (float d : {0.0f, -1.0e-3f, -0.5f, -1.0f, -7.0f, -30.0f, -80.0f}) {
+      const float x = shift + d;
+      const double want = std::exp(double(x) - double(shift));
+      // The rounding of (x - shift) * log2e, as in shifted_exp: 2^-24 of the exponent.
+      const double tol = 1e-6 * (1 + std::fabs(double(x) - double(shift))) * want;
+      EXPECT_NEAR(double(e(x)) * e.scale, want, tol) << "shift " << shift << " x " << x;
+      EXPECT_NEAR(shifted_exp{shift}(x), want, tol) << "shift " << shift << " x " << x;
+    }
+  }
+  for (float shift : {0x1p20f, -0x1p20f, 3.0e9f, 3.0e38f, inf})
+    EXPECT_FALSE(fused_exp::fits(shift));
+  // A shift of 0 (an empty share, safe_shift of -inf): exactly exp2.
+  const fused_exp z(0.0f);
+  EXPECT_EQ(z.scale, 1.0f);
+  EXPECT_EQ(z(-inf), 0.0f);
+}

@@ -400,21 +400,32 @@ struct staged_share {
         hm = fmaxf(hm, v[k].max());
       }
       const float m2 = fmaxf(m, hm), sh = safe_shift(m2);
-      s = s * exp2_fast((m - sh) * log2e) + Op::template exp_sum<false>(v, sh);
+      const float hs = fused_exp::fits(sh) ? Op::template exp_sum<false>(v, fused_exp(sh))
+                                           : Op::template exp_sum<false>(v, shifted_exp{sh});
+      s = s * exp2_fast((m - sh) * log2e) + hs;
       m = m2;
     }
     return {m, s};
   }
 
-  /// The thread's slots [K0, K1) of the share, normalized by the row's total, into y.
+  /// The thread's slots [K0, K1) of the share, normalized by the row's total, into y (the
+  /// exps fused where the shift allows, see fused_exp).
   template <int K0, int K1>
   __device__ void store(uint4 const* staged, partial total) const {
     const float sh = safe_shift(total.m), inv = 1.0f / total.s;
+    if (fused_exp::fits(sh)) {
+      store<K0, K1>(staged, fused_exp(sh), inv);
+    } else {
+      store<K0, K1>(staged, shifted_exp{sh}, inv);
+    }
+  }
+  template <int K0, int K1, class E>
+  __device__ void store(uint4 const* staged, E const& e, float inv) const {
 #pragma unroll 2
     for (int k = K0; k < K1; ++k) {
       const int i = k * threads + static_cast<int>(threadIdx.x);
       if (i < owned) {
-        const vec out = Op::normalized(bits_as<vec>(staged[i]), sh, inv);
+        const vec out = Op::normalized(bits_as<vec>(staged[i]), e, inv);
         if (i >= whole0 && i < whole1) {
           out.store(y + at + i * V);
         } else {

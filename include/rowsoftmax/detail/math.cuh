@@ -53,6 +53,32 @@ __host__ __device__ inline float safe_shift(float m) {
   return m == neg_inf ? 0.0f : m;
 }
 
+/// exp(x - shift) an element, the two-step way: (x - shift) * log2e, then exp2. `scale`: the
+/// factor the caller applies once to what it sums or stores (1 here; see fused_exp).
+struct shifted_exp {
+  float shift;
+  static constexpr float scale = 1.0f;
+  __host__ __device__ float operator()(float x) const { return exp2_fast((x - shift) * log2e); }
+};
+
+/// exp(x - shift) as exp2(fma(x, log2e, -hi)) * scale: one fma an element where shifted_exp
+/// takes a subtract and a multiply. hi is shift * log2e rounded and scale = exp2(-lo) carries
+/// its rounding error lo (hi + lo = shift * log2e exactly), so no error is added: the fma rounds
+/// once, as the product of shifted_exp does, and exactly where x = shift. `fits(shift)`:
+/// |shift| < 2^20, so that |lo| <= 2^-3 (beyond, use shifted_exp; without scale, the error of
+/// hi alone would be up to 2^-8 at the largest fp16, 0.3% in every exp). Used where the extra
+/// live values cost no occupancy (staged rows); in the register tiers a form like it spilled
+/// (README, "Tuning notes").
+struct fused_exp {
+  float hi, scale;
+  __host__ __device__ explicit fused_exp(float shift) {
+    hi = mul_rn(shift, log2e);
+    scale = exp2_fast(-std::fma(shift, log2e, -hi));
+  }
+  __host__ __device__ static bool fits(float shift) { return std::fabs(shift) < 0x1p20f; }
+  __host__ __device__ float operator()(float x) const { return exp2_fast(std::fma(x, log2e, -hi)); }
+};
+
 /// Online softmax: (m, s) pairs, combined as M = max(m1, m2), s = s1 e^(m1-M) + s2 e^(m2-M).
 struct online_reduce {
   __host__ __device__ static partial identity() { return {neg_inf, 0.0f}; }

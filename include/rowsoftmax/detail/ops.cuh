@@ -58,34 +58,37 @@ struct forward_op {
     for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, f.v[k].max());
   }
 
-  /// The sum of exp(x - shift) over the elements of `v`; fp32 elements are overwritten by
-  /// their exps where `Keep`.
-  template <bool Keep, int V, int N>
-  __device__ static float exp_sum(vec_t<T, V> (&v)[N], float shift) {
+  /// The sum of exp(x - shift) over the elements of `v` (`e`: shifted_exp or fused_exp, its
+  /// scale applied to the sum); fp32 elements are overwritten by their exps where `Keep`
+  /// (shifted_exp only).
+  template <bool Keep, int V, int N, class E>
+  __device__ static float exp_sum(vec_t<T, V> (&v)[N], E const& e) {
+    static_assert(!Keep || std::is_same_v<E, shifted_exp>, "kept exps carry no scale");
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < N; ++k)
 #pragma unroll
       for (int l = 0; l < V; ++l) {
-        const float e = exp2_fast((v[k].at(l) - shift) * log2e);
-        if constexpr (Keep) v[k].w[l] = bits_as<std::uint32_t>(e);
-        s += e;
+        const float x = e(v[k].at(l));
+        if constexpr (Keep) v[k].w[l] = bits_as<std::uint32_t>(x);
+        s += x;
       }
-    return s;
+    return s * e.scale;
   }
 
-  /// exp(x - shift) * inv, rounded to T.
-  template <int V>
-  __device__ static vec_t<T, V> normalized(vec_t<T, V> const& x, float shift, float inv) {
+  /// exp(x - shift) * inv, rounded to T (`e` as for exp_sum).
+  template <int V, class E>
+  __device__ static vec_t<T, V> normalized(vec_t<T, V> const& x, E const& e, float inv) {
+    const float k = inv * e.scale;
     float y[V];
 #pragma unroll
-    for (int l = 0; l < V; ++l) y[l] = exp2_fast((x.at(l) - shift) * log2e) * inv;
+    for (int l = 0; l < V; ++l) y[l] = e(x.at(l)) * k;
     return vec_t<T, V>::round(y);
   }
 
   template <int V, int N>
   __device__ static partial fold(fragment<V, N>& f) {
-    return {f.m, exp_sum<keeps_exp>(f.v, safe_shift(f.m))};
+    return {f.m, exp_sum<keeps_exp>(f.v, shifted_exp{safe_shift(f.m)})};
   }
 
   /// fp32: y = exp(x - m_thread) * exp(m_thread - M) / S; 16-bit: y = exp(x - M) * (1 / S).
@@ -111,7 +114,7 @@ struct forward_op {
       for (int k = 0; k < N; ++k) {
         vec_t<T, V> x = f.v[k];
         x.opaque();  // convert again rather than keep fold's floats alive across the exchange
-        out[k] = normalized(x, shift, inv);
+        out[k] = normalized(x, shifted_exp{shift}, inv);
       }
     }
     store_windows<OneStore>(a.y + w.row * a.y_stride, w, out);
