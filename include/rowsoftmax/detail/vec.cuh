@@ -104,11 +104,10 @@ struct alignas(sizeof(T) * V) vec_t {
       asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]),
                    "r"(w[2]), "r"(w[3])
                    : "memory");
-    } else if constexpr (sizeof(vec_t) == 8) {
-      asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(w[0]), "r"(w[1]) : "memory");
     } else if constexpr (sizeof(vec_t) == 4) {
       asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(w[0]) : "memory");
-    } else {
+    } else {  // the plans' widths: 16 bytes, or one element (the scalar fallback)
+      static_assert(sizeof(vec_t) == 2, "vectors of 16 bytes or one element");
       asm volatile("st.global.b16 [%0], %1;" ::"l"(p), "h"(w[0]) : "memory");
     }
   }
