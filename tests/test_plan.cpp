@@ -342,10 +342,11 @@ TEST(Plan, ToStringNamesTheTier) {
 
 // A staged split plan on the H200: groups of CTAs of 32 KB (6 an SM, all resident) that hold a
 // row in shared memory, in the fewest rounds of rows, the CTAs shared out evenly, at most twice
-// the CTAs a row needs; at least two rows fit the device.
+// the CTAs a row needs; at least four rows fit the device; 16-bit rows only.
 void expect_staged_split(rs::plan const& p, std::int64_t rows, std::int64_t cols,
                          std::size_t elem) {
   ASSERT_EQ(p.algo, algorithm::staged_split);
+  EXPECT_EQ(elem, 2u);
   EXPECT_EQ(p.config, rs::detail::staged_split_config);
   EXPECT_TRUE(rs::detail::plan_holds(p));
   const std::int64_t resident = 132 * 6;
@@ -355,7 +356,7 @@ void expect_staged_split(rs::plan const& p, std::int64_t rows, std::int64_t cols
   EXPECT_GE(p.split_ctas, need);
   EXPECT_GE(p.row_groups, 1);
   EXPECT_LE(p.row_groups, rows);
-  EXPECT_LE(2 * need, resident);
+  EXPECT_LE(4 * need, resident);
   EXPECT_EQ(p.split_ctas, std::min(resident / p.row_groups, 2 * need));
   EXPECT_EQ(p.grid_ctas, std::int64_t{p.row_groups} * p.split_ctas);
   EXPECT_LE(p.grid_ctas, resident);
@@ -366,8 +367,8 @@ void expect_staged_split(rs::plan const& p, std::int64_t rows, std::int64_t cols
 }
 
 // The staged split follows the device: its SMs and their shared memory set the CTAs it runs at
-// once (32 KB of row a CTA plus 2 KB), of which a row may take half; at most twice the CTAs a row
-// needs; 16-byte vectors and sm_90 only.
+// once (32 KB of row a CTA plus 2 KB), of which a row may take a quarter; at most twice the CTAs a
+// row needs; 16-bit rows, 16-byte vectors and sm_90 only (fp32 rows split).
 TEST(Plan, StagedSplitFollowsTheDevice) {
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
     const int vec = static_cast<int>(16 / elem);
@@ -378,7 +379,7 @@ TEST(Plan, StagedSplitFollowsTheDevice) {
         const std::int64_t resident = std::int64_t{sms} * std::min(6, smem / (32768 + 2048));
         SCOPED_TRACE(std::to_string(elem) + " bytes, " + std::to_string(sms) + " SMs, " +
                      std::to_string(smem) + " bytes an SM");
-        for (std::int64_t need : {std::int64_t{65}, resident / 2, resident / 2 + 1})
+        for (std::int64_t need : {std::int64_t{65}, resident / 4, resident / 4 + 1})
           for (std::int64_t rows : {1, 5, 1000}) {
             const std::int64_t cols = (need - 1) * per_cta + 7;  // needs `need` CTAs
             const auto p =
@@ -389,7 +390,7 @@ TEST(Plan, StagedSplitFollowsTheDevice) {
               EXPECT_NE(p.algo, algorithm::staged_split);  // the clusters hold it
               continue;
             }
-            if (2 * need > resident) {
+            if (4 * need > resident || elem == 4) {
               EXPECT_NE(p.algo, algorithm::staged_split);
               continue;
             }
@@ -413,7 +414,7 @@ TEST(Plan, StagedSplitFollowsTheDevice) {
     EXPECT_EQ(
         rs::plan_for(rs::direction::forward, 8, cols, elem, {vec, false}, hopper_portable, true)
             .algo,
-        algorithm::staged_split);
+        elem == 2 ? algorithm::staged_split : algorithm::split);
   }
 }
 
@@ -448,13 +449,15 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
           const auto s = rs::plan_for(dir, rows, cols, elem, {vec, false}, h200);
           EXPECT_EQ(s.algo, algorithm::streaming);
           if (fwd) {
-            // Staged split where the CTAs of the device hold two rows in shared memory (32 KB
-            // each, 6 an SM), else split.
+            // 16-bit: staged split where the CTAs of the device hold four rows in shared memory
+            // (32 KB each, 6 an SM), else split; fp32: split.
             if (p.algo == algorithm::staged_split) {
               expect_staged_split(p, rows, cols, elem);
               continue;
             }
-            EXPECT_GT(cols, 396 * 32768 / static_cast<std::int64_t>(elem));
+            if (elem == 2) {
+              EXPECT_GT(cols, 198 * 32768 / static_cast<std::int64_t>(elem));
+            }
           }
           if (rs::detail::reads_once(s, dir, elem)) {
             EXPECT_EQ(p.config, s.config);
@@ -503,19 +506,21 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
                   p.stash_tiles +
                       (rs::detail::keeps_last_tile(rs::detail::tensors_of(dir), elem) ? 1 : 0));
       }
-      if (fwd) {  // 2^20 columns, rows*cols = 2^27: 12 (6) rows at a time
+      if (fwd) {  // 2^20 columns, rows*cols = 2^27: 12 (8) rows at a time
         EXPECT_EQ(rs::to_string(rs::plan_for(dir, 128, 1 << 20, elem, {vec, true}, h200, true)),
                   elem == 2 ? "staged split 12x66 ctas cta=256 tpr=256 vec=8x8 head"
-                            : "staged split 6x132 ctas cta=256 tpr=256 vec=4x8 head");
+                            : "split 8x49 ctas cta=256 tpr=256 vec=4x8 head stash=2");
       }
       // The scalar fallback splits too; devices without clusters as well (no bulk copies: no
       // staged split).
       EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {1, false}, h200, true).algo, algorithm::split);
       EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {vec, false}, a100, true).algo,
                 algorithm::split);
-      // Beyond the staged split, 16-bit forward splits as well (2^23 columns: 2 rows of 198
-      // CTAs at a time).
+      // Beyond the staged split, 16-bit forward splits as well (2^22 columns, of which the
+      // device holds three: 3 rows of 132 CTAs at a time; 2^23: 2 rows of 198).
       if (fwd && elem == 2) {
+        EXPECT_EQ(rs::to_string(rs::plan_for(dir, 32, 1 << 22, elem, {vec, false}, h200, true)),
+                  "split 3x132 ctas cta=256 tpr=256 vec=8x8 stash=2");
         EXPECT_EQ(rs::to_string(rs::plan_for(dir, 16, 1 << 23, elem, {vec, false}, h200, true)),
                   "split 2x198 ctas cta=256 tpr=256 vec=8x8 stash=2");
       }

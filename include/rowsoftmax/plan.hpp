@@ -36,7 +36,7 @@ enum class algorithm : std::uint8_t {
                  ///< there, its registers free of row data; x is read once
   staged_split,  ///< forward only (sm_90+): many CTAs share a row through a workspace, as
                  ///< split, each copying its share into shared memory, as staged; x is read
-                 ///< once (launchers given a workspace)
+                 ///< once (launchers given a workspace; the planner's choice for 16-bit rows)
 };
 
 /// What the planner needs to know about the device. `query_device_limits` (softmax.cuh) fills
@@ -200,10 +200,10 @@ constexpr std::int64_t split_partials_offset(int row_groups) noexcept {
   return (std::int64_t{row_groups} * 4 + 7) / 8 * 8;
 }
 
-/// Workspace of a split plan: the counters, then two alternating sets of partials (8 bytes
-/// each) per group, one per CTA of the group.
+/// Workspace of a split plan: the counters, then two alternating sets of partials (16 bytes
+/// each: two floats, each tagged in a word of 8 bytes) per group, one per CTA of the group.
 constexpr std::int64_t split_workspace_bytes(int row_groups, int split_ctas) noexcept {
-  return split_partials_offset(row_groups) + std::int64_t{row_groups} * 2 * split_ctas * 8;
+  return split_partials_offset(row_groups) + std::int64_t{row_groups} * 2 * split_ctas * 16;
 }
 
 /// Vector windows of a row that a configuration holds in one pass: all its threads of a row,
@@ -361,8 +361,10 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
 /// the longer they wait; fp32 at 262145 columns, rows 1, took 22.5 us in 792 CTAs). The rows in
 /// flight meet in turn, and while a group meets its CTAs load nothing: where the device holds a
 /// single row at a time the CTAs waited for each other more than they moved data (H200: bf16 2^23
-/// columns at 42% of copy, fp32 2^22 at 46%, against 55% and 63% for streaming and split; README,
-/// "Tuning notes"), so at least two rows must fit. `split_ctas` < 2: no such plan.
+/// columns at 42% of copy, fp32 2^22 at 46%, against 55% and 63% for streaming and split), and
+/// with three rows (bf16 2^22) the split was faster (66-67% against 62-63%), with four even
+/// (63-65% either), with five and more slower (bf16 2^20: 68% against 72-73%; README, "Tuning
+/// notes"), so at least four rows must fit. `split_ctas` < 2: no such plan.
 constexpr plan make_staged_split_plan(row_layout layout, std::int64_t rows, std::int64_t windows,
                                       std::size_t elem_size, device_limits const& limits) noexcept {
   kernel_config const& c = kernel_configs[staged_split_config];
@@ -373,7 +375,7 @@ constexpr plan make_staged_split_plan(row_layout layout, std::int64_t rows, std:
   if (per_sm > ctas_per_sm(c, 1)) per_sm = ctas_per_sm(c, 1);
   const std::int64_t resident = std::int64_t{limits.sm_count} * per_sm;
   const std::int64_t need = ceil_div(windows, window_capacity(c, layout.vec, elem_size));
-  if (need < 2 || 2 * need > resident) return p;
+  if (need < 2 || 4 * need > resident) return p;
   const std::int64_t most = resident / need < rows ? resident / need : rows;
   const std::int64_t groups = ceil_div(rows, ceil_div(rows, most));  // as many as the rounds need
   return with_groups(p, groups, resident / groups < 2 * need ? resident / groups : 2 * need);
@@ -420,7 +422,7 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// rows stream in tiles through the fewest CTAs of a cluster (or one CTA) that keep the row on chip
 /// (registers and a shared-memory stash), or through as many as allowed, reading the overflow
 /// twice; `with_workspace` (the launchers given a workspace) they are split over many CTAs
-/// instead: forward rows of which the device holds two in shared memory staged (see
+/// instead: 16-bit forward rows of which the device holds four in shared memory staged (see
 /// `algorithm::staged_split`, sm_90), other rows with their tiles in registers and stashes (see
 /// `algorithm::split`). The scalar fallback (`layout.vec == 1`, 32 elements a thread of any type)
 /// has the one-CTA configurations and streams beyond (or splits, given a workspace). Streaming
@@ -493,14 +495,15 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   }
   // Longer rows stream, read once where the CTAs of a cluster hold the row in registers and
   // shared memory. Longer still, with a workspace, they are split over many CTAs when that gives
-  // a row at least two: forward rows staged where the device holds two of them in shared memory
-  // (H200, rows*cols = 2^27: 2^20 columns at 70-75% of copy, against 68-70% split and 65-67%
-  // streaming; 16-bit 2^21 at 73% against 66% and 61%), else split (16-bit forward 2^23 and
-  // 2^24 columns: 66% and 62% against streaming's 55% and 46%; README, "Tuning notes").
+  // a row at least two: 16-bit forward rows staged where the device holds four of them in shared
+  // memory (H200, rows*cols = 2^27: 2^20 columns at 72-73% of copy, against 68% split and 65-67%
+  // streaming), else split (fp32 forward 600000 to 3M columns: 70-79% against the staged split's
+  // 65-73%; 16-bit forward 2^23 and 2^24 columns: 66% and 62% against streaming's 55% and 46%;
+  // README, "Tuning notes").
   const plan streaming =
       make_streaming_plan(dir, layout, rows, windows, elem_size, limits, max_cluster);
   if (with_workspace && !reads_once(streaming, dir, elem_size)) {
-    if (dir == direction::forward && vec > 1 && limits.compute_capability >= 90) {
+    if (dir == direction::forward && elem_size == 2 && vec > 1 && limits.compute_capability >= 90) {
       const plan p = make_staged_split_plan(layout, rows, windows, elem_size, limits);
       if (p.split_ctas >= 2) return p;
     }

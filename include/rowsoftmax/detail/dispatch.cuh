@@ -258,23 +258,25 @@ inline bool workspace_holds(plan const& p, void const* workspace, std::size_t by
 }
 
 /// Launches a plan made for `a` (by choose_plan, or checked by `run`), without checks. A
-/// split plan uses `workspace` (at least `p.workspace_bytes`, 8-byte aligned): its counters are
-/// zeroed on `stream` first.
+/// split plan uses `workspace` (at least `p.workspace_bytes`, 8-byte aligned), zeroed on
+/// `stream` first (its counters, and its partials' tags: see meet).
 template <class Op>
 cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
                    cudaStream_t stream) {
   if (p.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
   if (splits(kernel_configs[p.config]))
-    ROWSOFTMAX_TRY(cudaMemsetAsync(workspace, 0, sizeof(unsigned) * p.row_groups, stream));
+    ROWSOFTMAX_TRY(
+        cudaMemsetAsync(workspace, 0, static_cast<std::size_t>(p.workspace_bytes), stream));
   return visit_plan<Op>(p, [&](auto v, auto cfg) {
     constexpr int V = decltype(v)::value, C = decltype(cfg)::value;
     cudaLaunchAttribute attr[1];
     cudaLaunchConfig_t lc = launch_config(p, stream, attr);
     if constexpr (splits(kernel_configs[C])) {
-      const split_workspace ws{static_cast<unsigned*>(workspace),
-                               reinterpret_cast<partial*>(static_cast<char*>(workspace) +
-                                                          split_partials_offset(p.row_groups)),
-                               p.row_groups, p.split_ctas, p.stash_tiles};
+      const split_workspace ws{
+          static_cast<unsigned*>(workspace),
+          reinterpret_cast<tagged_partial*>(static_cast<char*>(workspace) +
+                                            split_partials_offset(p.row_groups)),
+          p.row_groups, p.split_ctas, p.stash_tiles};
       lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
       attr[0].id = cudaLaunchAttributeCooperative;
       attr[0].val.cooperative = 1;

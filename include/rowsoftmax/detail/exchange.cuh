@@ -49,6 +49,7 @@ struct row_exchange {
   static_assert(Lanes >= 1 && Lanes <= 32 && (Lanes & (Lanes - 1)) == 0, "lanes: a power of two");
   static_assert(Lanes == 32 || !Clustered, "a cluster shares rows of whole warps");
   static constexpr int max_slots = MaxCtaThreads / 32 * (Clustered ? max_cluster_size : 1);
+  using reduce = Reduce;
 
   struct storage {
     partial slot[max_slots];  // the CTA's rows' partials, one per warp of each row

@@ -206,42 +206,96 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   share::template store<false>(a, w, t0, t1, stash_tiles, f, stashed, total);
 }
 
+/// A CTA's partial in a split workspace: each float in the low half of a word of 8 bytes whose
+/// high half is the tag of the meeting that wrote it (its iteration + 1; the launcher zeroes the
+/// workspace), so that a reader that sees the tag sees the float with it (one single-copy atomic
+/// access), with no fence between the partial and its arrival.
+struct tagged_partial {
+  std::uint64_t m;
+  std::uint64_t s;
+};
+
 /// Where the CTAs of a split launch meet: per row group, an arrival counter (zero before the
 /// launch) and two alternating sets of partials, one per CTA of the group.
 struct split_workspace {
   unsigned* counters;
-  partial* partials;
+  tagged_partial* partials;
   int row_groups;
   int split_ctas;
   int stash_tiles;  ///< tiles a CTA keeps in its dynamic shared memory
 };
 
-/// The meeting of a split group's CTAs over one row (its `iteration`-th): publishes this CTA's
-/// partial `acc` (release), waits for the group's others (acquire), then warp 0 folds the
-/// group's partials (read past L1) in the same order in every CTA. Every thread of the CTA
-/// calls it and gets the row's total; `total` is the CTA's shared slot for it.
-template <class Reduce>
+/// The meeting of a split group's CTAs over one row (its `iteration`-th). Thread 0 publishes
+/// this CTA's partial `acc` with the meeting's tag, counts its arrival and waits until the
+/// group's others have arrived (relaxed atomics: the counter only says when to look). Then the
+/// CTA reads the group's partials (past L1, in one batch of loads, each partial again until it
+/// carries the tag) and folds them in the same order in every CTA, so that every thread of the
+/// CTA gets the row's total, bitwise the same in every CTA: with `AllThreads`, every thread
+/// reads a partial or two and the CTA reduces them through `Exchange` (the split kernel: its
+/// SM idles while the group meets, and the latency of the reads is what counts); else the
+/// fewest warps that read four partials a lane fold them and every thread folds those warps'
+/// partials from `smem`, which holds them until the caller's next __syncthreads (the staged
+/// split: the SM's other CTAs issue an instruction most cycles). A set of partials is rewritten
+/// two meetings later, by a CTA that has passed the meeting in between, so after every CTA has
+/// read it. (A release on the counter waited for the SM's stores in flight, 2 us a meeting of
+/// the staged split on the H200, and warp 0 alone read a few hundred partials in as many
+/// batches as it took 128 of them; README, "Tuning notes".)
+template <class Exchange, bool AllThreads>
 __device__ inline partial meet(split_workspace const& ws, int group, int rank, int iteration,
-                               partial acc, partial& total) {
-  partial* slots = ws.partials + (std::int64_t{group} * 2 + (iteration & 1)) * ws.split_ctas;
+                               partial acc, typename Exchange::storage& smem) {
+  using reduce = typename Exchange::reduce;
+  using word = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>;
+  tagged_partial* slots = ws.partials + (std::int64_t{group} * 2 + (iteration & 1)) * ws.split_ctas;
+  const std::uint64_t tag = static_cast<std::uint64_t>(iteration + 1) << 32;
+  // Partial i, read again until it carries the tag, folded into q.
+  auto fold = [&](partial q, int i, std::uint64_t m, std::uint64_t s) {
+    while ((m >> 32) != (tag >> 32)) m = word(slots[i].m).load(cuda::memory_order_relaxed);
+    while ((s >> 32) != (tag >> 32)) s = word(slots[i].s).load(cuda::memory_order_relaxed);
+    return reduce::combine(q, partial{bits_as<float>(static_cast<std::uint32_t>(m)),
+                                      bits_as<float>(static_cast<std::uint32_t>(s))});
+  };
   if (threadIdx.x == 0) {
-    slots[rank] = acc;
+    word(slots[rank].m).store(tag | bits_as<std::uint32_t>(acc.m), cuda::memory_order_relaxed);
+    word(slots[rank].s).store(tag | bits_as<std::uint32_t>(acc.s), cuda::memory_order_relaxed);
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(ws.counters[group]);
-    arrived.fetch_add(1u, cuda::memory_order_release);
+    arrived.fetch_add(1u, cuda::memory_order_relaxed);
     const unsigned target = static_cast<unsigned>(iteration + 1) * ws.split_ctas;
-    while (arrived.load(cuda::memory_order_acquire) < target) __nanosleep(32);
-    __threadfence();
+    while (arrived.load(cuda::memory_order_relaxed) < target) __nanosleep(32);
   }
   __syncthreads();
-  if (threadIdx.x < 32) {
-    partial q = Reduce::identity();
-    for (int i = static_cast<int>(threadIdx.x); i < ws.split_ctas; i += 32)
-      q = Reduce::combine(q, partial{__ldcg(&slots[i].m), __ldcg(&slots[i].s)});
-    q = butterfly<Reduce, 32>(q);
-    if (threadIdx.x == 0) total = q;
+  constexpr int lanes = 32, per_lane = AllThreads ? 1 : 4;
+  const int warps = AllThreads ? static_cast<int>(blockDim.x / lanes)
+                               : min(static_cast<int>(ceil_div(ws.split_ctas, lanes * per_lane)),
+                                     static_cast<int>(blockDim.x / lanes));
+  const int warp = static_cast<int>(threadIdx.x / lanes);
+  const int lane = static_cast<int>(threadIdx.x % lanes);
+  partial q = reduce::identity();
+  if (warp < warps) {
+    for (int i0 = warp * lanes * per_lane; i0 < ws.split_ctas; i0 += warps * lanes * per_lane) {
+      std::uint64_t m[per_lane], s[per_lane];
+#pragma unroll
+      for (int k = 0; k < per_lane; ++k) {
+        const int i = i0 + k * lanes + lane;
+        m[k] = i < ws.split_ctas ? word(slots[i].m).load(cuda::memory_order_relaxed) : 0;
+        s[k] = i < ws.split_ctas ? word(slots[i].s).load(cuda::memory_order_relaxed) : 0;
+      }
+#pragma unroll
+      for (int k = 0; k < per_lane; ++k)
+        if (i0 + k * lanes + lane < ws.split_ctas) q = fold(q, i0 + k * lanes + lane, m[k], s[k]);
+    }
   }
-  __syncthreads();
-  return total;
+  if constexpr (AllThreads) {
+    return Exchange::allreduce(q, smem, warps, 1);
+  } else {
+    if (warp < warps) {
+      q = butterfly<reduce, lanes>(q);
+      if (lane == 0) smem.slot[warp] = q;
+    }
+    __syncthreads();
+    partial total = reduce::identity();
+    for (int w = 0; w < warps; ++w) total = reduce::combine(total, smem.slot[w]);
+    return total;
+  }
 }
 
 /// Rows split over `split_ctas` CTAs each, `row_groups` rows in flight; all CTAs of the launch
@@ -255,10 +309,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
     split_kernel(typename Op::args const a, split_workspace const ws) {
   using shape = kernel_shape<Op, V, Config>;
-  using reduce = typename Op::reduce;
   using share = tile_share<Op, V, Config>;
   __shared__ typename shape::exchange::storage smem;
-  __shared__ partial total_smem;
   extern __shared__ uint4 stashed[];
 
   const int group = static_cast<int>(blockIdx.x) / ws.split_ctas;
@@ -274,9 +326,10 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     partial acc = share::load(a, w, t0, t1, ws.stash_tiles, f, stashed);
     acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
 
-    const partial total = meet<reduce>(ws, group, rank, iteration, acc, total_smem);
+    const partial total =
+        meet<typename shape::exchange, true>(ws, group, rank, iteration, acc, smem);
     share::template store<true>(a, w, t0, t1, ws.stash_tiles, f, stashed, total);
-    __syncthreads();  // total_smem and the exchange's slots are rewritten by the next row
+    __syncthreads();  // the exchange's slots are rewritten by the next row
   }
 }
 
@@ -479,7 +532,6 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   using shape = kernel_shape<Op, V, Config>;
   using share = staged_share<Op, V, Config>;
   __shared__ typename shape::exchange::storage smem;
-  __shared__ partial total_smem;
   __shared__ std::uint64_t landed[2];
   extern __shared__ uint4 staged[];
 
@@ -493,7 +545,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   for (std::int64_t row = group; row < a.rows; row += ws.row_groups, ++iteration) {
     const partial acc = shape::exchange::allreduce(s.fold(staged, landed, iteration & 1), smem,
                                                    shape::warps_per_row, 1);
-    const partial total = meet<typename Op::reduce>(ws, group, rank, iteration, acc, total_smem);
+    const partial total =
+        meet<typename shape::exchange, false>(ws, group, rank, iteration, acc, smem);
     const std::int64_t next = row + ws.row_groups;
     const share n(a, next < a.rows ? next : row, rank, ws.split_ctas);
     // Each half is rewritten by the next row's copy once every thread has read it: a proxy
@@ -504,7 +557,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     if (threadIdx.x == 0 && next < a.rows) n.issue(0, staged, landed);
     s.template store<share::half, share::slots>(staged, total);
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-    __syncthreads();  // also: total_smem and the exchange's slots are rewritten by the next row
+    __syncthreads();  // also: the exchange's slots are rewritten by the next row
     if (next < a.rows) {
       if (threadIdx.x == 0) n.issue(1, staged, landed);
       n.edges(staged);
