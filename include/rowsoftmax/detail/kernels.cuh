@@ -230,17 +230,17 @@ struct split_workspace {
 /// group's others have arrived (relaxed atomics: the counter only says when to look). Then the
 /// CTA reads the group's partials (past L1, in one batch of loads, each partial again until it
 /// carries the tag) and folds them in the same order in every CTA, so that every thread of the
-/// CTA gets the row's total, bitwise the same in every CTA: with `AllThreads`, every thread
-/// reads a partial or two and the CTA reduces them through `Exchange` (the split kernel: its
-/// SM idles while the group meets, and the latency of the reads is what counts); else the
-/// fewest warps that read four partials a lane fold them and every thread folds those warps'
+/// CTA gets the row's total, bitwise the same in every CTA: with `AllThreads`, every thread of
+/// the `Threads` reads a partial or two and the CTA reduces them through `Exchange` (the split
+/// kernel: its SM idles while the group meets, and the latency of the reads is what counts); else
+/// the fewest warps that read four partials a lane fold them and every thread folds those warps'
 /// partials from `smem`, which holds them until the caller's next __syncthreads (the staged
 /// split: the SM's other CTAs issue an instruction most cycles). A set of partials is rewritten
 /// two meetings later, by a CTA that has passed the meeting in between, so after every CTA has
 /// read it. (A release on the counter waited for the SM's stores in flight, 2 us a meeting of
 /// the staged split on the H200, and warp 0 alone read a few hundred partials in as many
 /// batches as it took 128 of them; README, "Tuning notes".)
-template <class Exchange, bool AllThreads>
+template <class Exchange, int Threads, bool AllThreads>
 __device__ inline partial meet(split_workspace const& ws, int group, int rank, int iteration,
                                partial acc, typename Exchange::storage& smem) {
   using reduce = typename Exchange::reduce;
@@ -263,32 +263,30 @@ __device__ inline partial meet(split_workspace const& ws, int group, int rank, i
     while (arrived.load(cuda::memory_order_relaxed) < target) __nanosleep(32);
   }
   __syncthreads();
-  constexpr int lanes = 32, per_lane = AllThreads ? 1 : 4;
-  const int warps = AllThreads ? static_cast<int>(blockDim.x / lanes)
-                               : min(static_cast<int>(ceil_div(ws.split_ctas, lanes * per_lane)),
-                                     static_cast<int>(blockDim.x / lanes));
-  const int warp = static_cast<int>(threadIdx.x / lanes);
-  const int lane = static_cast<int>(threadIdx.x % lanes);
   partial q = reduce::identity();
-  if (warp < warps) {
-    for (int i0 = warp * lanes * per_lane; i0 < ws.split_ctas; i0 += warps * lanes * per_lane) {
-      std::uint64_t m[per_lane], s[per_lane];
-#pragma unroll
-      for (int k = 0; k < per_lane; ++k) {
-        const int i = i0 + k * lanes + lane;
-        m[k] = i < ws.split_ctas ? word(slots[i].m).load(cuda::memory_order_relaxed) : 0;
-        s[k] = i < ws.split_ctas ? word(slots[i].s).load(cuda::memory_order_relaxed) : 0;
-      }
-#pragma unroll
-      for (int k = 0; k < per_lane; ++k)
-        if (i0 + k * lanes + lane < ws.split_ctas) q = fold(q, i0 + k * lanes + lane, m[k], s[k]);
-    }
-  }
   if constexpr (AllThreads) {
-    return Exchange::allreduce(q, smem, warps, 1);
+    for (int i = static_cast<int>(threadIdx.x); i < ws.split_ctas; i += Threads)
+      q = fold(q, i, word(slots[i].m).load(cuda::memory_order_relaxed),
+               word(slots[i].s).load(cuda::memory_order_relaxed));
+    return Exchange::allreduce(q, smem, Threads / 32, 1);
   } else {
+    constexpr int batch = 4;  // partials a lane reads at once
+    const int warps = min(static_cast<int>(ceil_div(ws.split_ctas, 32 * batch)), Threads / 32);
+    const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
     if (warp < warps) {
-      q = butterfly<reduce, lanes>(q);
+      for (int i0 = warp * 32 * batch + lane; i0 < ws.split_ctas; i0 += warps * 32 * batch) {
+        std::uint64_t m[batch], s[batch];
+#pragma unroll
+        for (int k = 0; k < batch; ++k) {
+          const int i = i0 + k * 32;
+          m[k] = i < ws.split_ctas ? word(slots[i].m).load(cuda::memory_order_relaxed) : 0;
+          s[k] = i < ws.split_ctas ? word(slots[i].s).load(cuda::memory_order_relaxed) : 0;
+        }
+#pragma unroll
+        for (int k = 0; k < batch; ++k)
+          if (i0 + k * 32 < ws.split_ctas) q = fold(q, i0 + k * 32, m[k], s[k]);
+      }
+      q = butterfly<reduce, 32>(q);
       if (lane == 0) smem.slot[warp] = q;
     }
     __syncthreads();
@@ -326,8 +324,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     partial acc = share::load(a, w, t0, t1, ws.stash_tiles, f, stashed);
     acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
 
-    const partial total =
-        meet<typename shape::exchange, true>(ws, group, rank, iteration, acc, smem);
+    const partial total = meet<typename shape::exchange, shape::threads_per_cta, true>(
+        ws, group, rank, iteration, acc, smem);
     share::template store<true>(a, w, t0, t1, ws.stash_tiles, f, stashed, total);
     __syncthreads();  // the exchange's slots are rewritten by the next row
   }
@@ -545,8 +543,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   for (std::int64_t row = group; row < a.rows; row += ws.row_groups, ++iteration) {
     const partial acc = shape::exchange::allreduce(s.fold(staged, landed, iteration & 1), smem,
                                                    shape::warps_per_row, 1);
-    const partial total =
-        meet<typename shape::exchange, false>(ws, group, rank, iteration, acc, smem);
+    const partial total = meet<typename shape::exchange, shape::threads_per_cta, false>(
+        ws, group, rank, iteration, acc, smem);
     const std::int64_t next = row + ws.row_groups;
     const share n(a, next < a.rows ? next : row, rank, ws.split_ctas);
     // Each half is rewritten by the next row's copy once every thread has read it: a proxy
