@@ -272,14 +272,24 @@ struct scratch {
   scratch& operator=(scratch const&) = delete;
 };
 
+/// Fills a workspace as an earlier call could have left it: every 8-byte word a partial of
+/// FLT_MAX tagged as the first meeting's, so counters far past any target and partials that a
+/// launcher that did not zero the workspace would take for this call's (see detail::meet).
+inline cudaError_t make_stale(void* ws, std::size_t bytes) {
+  std::vector<std::uint64_t> words(bytes / 8, (std::uint64_t{1} << 32) | 0x7f7fffffu);
+  return cudaMemcpy(ws, words.data(), words.size() * 8, cudaMemcpyHostToDevice);
+}
+
 /// A launch: the public launcher (with a workspace when `workspace` is set: size query, then
 /// the call), or a forced plan through the dispatcher (split plans get their workspace);
-/// optionally captured into a CUDA graph and replayed.
+/// optionally captured into a CUDA graph and replayed. `stale`: the workspace is filled first
+/// as an earlier call could have left it (make_stale).
 template <class T>
 struct launcher {
   std::optional<plan> forced;
   bool graph = false;
   bool workspace = false;
+  bool stale = false;
 
   cudaError_t forward(T const* x, std::int64_t xs, T* y, std::int64_t ys, std::int64_t rows,
                       std::int64_t cols) const {
@@ -290,6 +300,10 @@ struct launcher {
       if (err != cudaSuccess) return err;
     }
     scratch ws(bytes);
+    if (stale && ws.ptr) {
+      const cudaError_t err = make_stale(ws.ptr, bytes);
+      if (err != cudaSuccess) return err;
+    }
     // A plan that needs no workspace runs only with a non-null one (the size query is the null
     // pointer); any pointer does.
     auto enqueue = [&](cudaStream_t stream) {
@@ -311,6 +325,10 @@ struct launcher {
       if (err != cudaSuccess) return err;
     }
     scratch ws(bytes);
+    if (stale && ws.ptr) {
+      const cudaError_t err = make_stale(ws.ptr, bytes);
+      if (err != cudaSuccess) return err;
+    }
     auto enqueue = [&](cudaStream_t stream) {
       if (!forced && workspace)
         return softmax_backward(ws.ptr ? ws.ptr : &bytes, &bytes, dy, dys, y, ys, dx, dxs, rows,
