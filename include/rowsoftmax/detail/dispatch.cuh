@@ -277,6 +277,8 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
           reinterpret_cast<tagged_partial*>(static_cast<char*>(workspace) +
                                             split_partials_offset(p.row_groups)),
           p.row_groups, p.split_ctas, p.stash_tiles};
+      if constexpr (kernel_configs[C].algo == algorithm::split)  // rank x group (split_kernel)
+        lc.gridDim = dim3(static_cast<unsigned>(p.split_ctas), static_cast<unsigned>(p.row_groups));
       lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
       attr[0].id = cudaLaunchAttributeCooperative;
       attr[0].val.cooperative = 1;

@@ -298,10 +298,14 @@ __device__ inline partial meet(split_workspace const& ws, int group, int rank, i
 
 /// Rows split over `split_ctas` CTAs each, `row_groups` rows in flight; all CTAs of the launch
 /// are resident at once (a cooperative launch), so a CTA may wait for the others of its group.
-/// Group g takes rows g, g + row_groups, ...; CTA r of a group reads its share of the row's
-/// tiles into a partial (keeping what fits on chip, see tile_share), publishes the partial, waits
-/// for the group's others, combines them in the same order as every other CTA, then stores its
-/// tiles.
+/// Group g (blockIdx.y) takes rows g, g + row_groups, ...; CTA r of a group (blockIdx.x) reads
+/// its share of the row's tiles into a partial (keeping what fits on chip, see tile_share),
+/// publishes the partial, waits for the group's others, combines them in the same order as every
+/// other CTA, then stores its tiles. (The grid's two dimensions give the group and rank as
+/// special registers, read again where needed. Divided out of a one-dimensional index they were
+/// kept in registers, and the fp32 forward kernel, at its bound of 80, spilled them; reloaded from
+/// local memory at every meeting, past an L1 that the row's loads keep full, they cost 4-9 points
+/// of copy bandwidth on the H200; README, "Tuning notes".)
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
@@ -311,8 +315,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   __shared__ typename shape::exchange::storage smem;
   extern __shared__ uint4 stashed[];
 
-  const int group = static_cast<int>(blockIdx.x) / ws.split_ctas;
-  const int rank = static_cast<int>(blockIdx.x) % ws.split_ctas;
+  const int group = static_cast<int>(blockIdx.y);
+  const int rank = static_cast<int>(blockIdx.x);
   typename shape::fragment f;
   int iteration = 0;
   for (std::int64_t row = group; row < a.rows; row += ws.row_groups, ++iteration) {
