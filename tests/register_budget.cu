@@ -27,8 +27,7 @@ int count_kernels_of() {
 }
 
 int register_budget_kernels() {
-  return count_kernels_of<float>() + count_kernels_of<__half>() +
-         count_kernels_of<__nv_bfloat16>();
+  return count_kernels_of<float>() + count_kernels_of<__half>() + count_kernels_of<__nv_bfloat16>();
 }
 
 }  // namespace rowsoftmax::detail
