@@ -338,6 +338,38 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
   EXPECT_EQ(bytes, static_cast<std::size_t>(p.workspace_bytes));
 }
 
+// Forced split plans over rows whose tile count changes from row to row: rows of exactly three
+// tiles, which an odd row stride moves by one element a row, so that a row of three tiles
+// (head 0) follows and precedes rows of four. One or two rows in flight, several rounds each;
+// 2 CTAs (shares of 1-2 tiles) or 4 (a CTA with no tile at the rows of three); no stash (the
+// second tile read again) or one. Forward stores a row while it loads the next
+// (tile_share::pass), so a CTA's share changes within one pass; backward as a reference.
+TYPED_TEST_P(Gpu, SplitRowsWhoseSharesChange) {
+  using T = TypeParam;
+  constexpr int v = static_cast<int>(vec_of<T>());
+  auto const& k = detail::kernel_configs[detail::split_config];
+  const std::int64_t tile =
+      std::int64_t{k.threads_per_cta} * detail::slots_per_thread(k, v, sizeof(T)) * v;
+  const std::int64_t cols = 3 * tile;
+  for (shape s : {layouts<T>(2 * v + 1, cols)[0], layouts<T>(2 * v + 1, cols)[1]}) {
+    const row_layout layout = layout_for<T>(s);
+    const std::int64_t windows = detail::ceil_div(cols + (layout.shifted ? v - 1 : 0), v);
+    for (std::int64_t groups : {1, 2})
+      for (std::int64_t ctas : {2, 4})
+        for (int stash : {0, 1}) {
+          plan p = detail::with_groups(
+              detail::make_plan(detail::split_config, layout, s.rows, windows, sizeof(T)), groups,
+              ctas);
+          p.stash_tiles = stash;
+          launcher<T> forced;
+          forced.forced = p;
+          SCOPED_TRACE(to_string(p) + " " + s.str());
+          check_forward<T>(s, seed_of(groups * 4 + ctas, stash, 28), fill::random, forced);
+          check_backward<T>(s, seed_of(groups * 4 + ctas, stash, 29), fill::random, forced);
+        }
+  }
+}
+
 // A workspace an earlier call has left stale (every word a tagged partial, counters far past any
 // target; see make_stale): the launchers zero it first, so the rows come out as with a fresh one.
 // Split and staged split rows, several rounds of rows in flight, both directions.
@@ -394,6 +426,7 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
 REGISTER_TYPED_TEST_SUITE_P(Gpu, GraphCapture, ShapeTable, TierThresholds, StridesOffsetsAndInPlace,
                             SpecialValues, RandomShapes, EveryConfigurationThatHoldsTheRow,
                             LongRowsStream, FullLaunchesOfClusterRows, SplitRowsWithAWorkspace,
-                            StaleWorkspace, PlanQueryMatchesThePlanner, SanitizerSubset);
+                            SplitRowsWhoseSharesChange, StaleWorkspace, PlanQueryMatchesThePlanner,
+                            SanitizerSubset);
 
 }  // namespace rowsoftmax::test

@@ -181,6 +181,54 @@ struct tile_share {
       Op::template store<OneStore>(a, w, f, total);
     }
   }
+
+  /// One pass of a split CTA between two meetings: stores this row's share `c` (tiles
+  /// [c0, c1), given its `total`; its last tile in `f` where keeps_last_tile) and loads the next
+  /// row's share `n` (tiles [n0, n1), none past the last row), returning the next row's partial
+  /// and leaving its last tile in `f`. The two are interleaved, a tile stored then a tile loaded,
+  /// so that the next row's loads run while this row's stores drain: this row's register tile,
+  /// then its tiles read again (the most recently read first, as `store`), then its stashed
+  /// tiles; the next row's loads start as the first stashed tile is stored, each stashed tile
+  /// taking the slot just read, then the tiles read again, the register tile last (as `load`).
+  template <bool OneStore>
+  __device__ static partial pass(typename Op::args const& a, std::int64_t c_row, std::int64_t c0,
+                                 int c_tiles, std::int64_t n_row, std::int64_t n0, int n_tiles,
+                                 int stash_tiles, fragment& f, uint4* stashed, partial total) {
+    // Tile t of a row's window, built where used (kept across the loop, the two rows' windows
+    // spilled the fp32 forward kernel).
+    auto at = [&](std::int64_t row, std::int64_t t) {
+      return Op::template window<V>(a, row, t * tile + threadIdx.x, tpr);
+    };
+    const int kc = keep_last && c_tiles > 0 ? 1 : 0, kn = keep_last && n_tiles > 0 ? 1 : 0;
+    if (kc) {
+      Op::template store<OneStore>(a, at(c_row, c0 + c_tiles - 1), f, total);
+    }
+    const int lc = c_tiles - kc;  // this row's tiles stored in the loop
+    const int sc = min(lc, stash_tiles), rc = lc - sc;
+    const int sn = min(n_tiles - kn, stash_tiles);
+    const int steps = max(lc, rc + n_tiles);
+    partial acc = reduce::identity();
+    for (int j = 0; j < steps; ++j) {
+      if (j < lc) {
+        const int slot = j - rc;
+        const std::int64_t t = c0 + (j < rc ? lc - 1 - j : slot);
+        if (j < rc) {
+          Op::load(a, at(c_row, t), f);
+        } else {
+          kept::get(stashed, slot, f);
+        }
+        Op::fold(f);
+        Op::template store<OneStore>(a, at(c_row, t), f, total);
+      }
+      const int i = j - rc;  // the next row's tile, from its first
+      if (i >= 0 && i < n_tiles) {
+        Op::load(a, at(n_row, n0 + i), f);
+        if (i < sn) kept::put(stashed, i, f);
+        acc = reduce::combine(acc, Op::fold(f));
+      }
+    }
+    return acc;
+  }
 };
 
 template <class Op, int V, int Config>
@@ -318,20 +366,51 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   const int group = static_cast<int>(blockIdx.y);
   const int rank = static_cast<int>(blockIdx.x);
   typename shape::fragment f;
-  int iteration = 0;
-  for (std::int64_t row = group; row < a.rows; row += ws.row_groups, ++iteration) {
-    row_window w = Op::template window<V>(a, row, 0, share::tpr);
-    const std::int64_t tiles = share::tiles(w);
-    const std::int64_t t0 = share::first(tiles, rank, ws.split_ctas);
-    const std::int64_t t1 = share::first(tiles, rank + 1, ws.split_ctas);
+  if constexpr (Op::tensors == 2 || V == 1) {
+    // Backward, and the scalar fallback: a row's loads, the meeting, its stores. (Backward with
+    // its stores merged with the next row's loads, as forward, ran up to 5 points slower on the
+    // H200, README, "Tuning notes"; the scalar fallback so spilled its row state.)
+    int iteration = 0;
+    for (std::int64_t row = group; row < a.rows; row += ws.row_groups, ++iteration) {
+      row_window w = Op::template window<V>(a, row, 0, share::tpr);
+      const std::int64_t tiles = share::tiles(w);
+      const std::int64_t t0 = share::first(tiles, rank, ws.split_ctas);
+      const std::int64_t t1 = share::first(tiles, rank + 1, ws.split_ctas);
 
-    partial acc = share::load(a, w, t0, t1, ws.stash_tiles, f, stashed);
-    acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
+      partial acc = share::load(a, w, t0, t1, ws.stash_tiles, f, stashed);
+      acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
 
-    const partial total = meet<typename shape::exchange, shape::threads_per_cta, true>(
-        ws, group, rank, iteration, acc, smem);
-    share::template store<true>(a, w, t0, t1, ws.stash_tiles, f, stashed, total);
-    __syncthreads();  // the exchange's slots are rewritten by the next row
+      const partial total = meet<typename shape::exchange, shape::threads_per_cta, true>(
+          ws, group, rank, iteration, acc, smem);
+      share::template store<true>(a, w, t0, t1, ws.stash_tiles, f, stashed, total);
+      __syncthreads();  // the exchange's slots are rewritten by the next row
+    }
+  } else {
+    // Forward: pass k stores row k - 1 of the group (none at first) and loads row k (none after
+    // the last), see tile_share::pass; then row k's meeting.
+    auto share_of = [&](std::int64_t row, std::int64_t& t0) {  // first tile and tile count
+      const std::int64_t tiles =
+          row < a.rows ? share::tiles(Op::template window<V>(a, row, 0, share::tpr)) : 0;
+      t0 = share::first(tiles, rank, ws.split_ctas);
+      return static_cast<int>(share::first(tiles, rank + 1, ws.split_ctas) - t0);
+    };
+    std::int64_t row = group, next = group, t0 = 0, n0;
+    int tiles = 0;
+    partial total = Op::reduce::identity();
+    for (int iteration = 0;; ++iteration) {
+      const int n_tiles = share_of(next, n0);
+      partial acc = share::template pass<true>(a, row, t0, tiles, next, n0, n_tiles, ws.stash_tiles,
+                                               f, stashed, total);
+      if (next >= a.rows) break;
+      row = next;
+      next += ws.row_groups;
+      t0 = n0;
+      tiles = n_tiles;
+      __syncthreads();  // the exchange's slots: the previous meeting read them
+      acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
+      total = meet<typename shape::exchange, shape::threads_per_cta, true>(ws, group, rank,
+                                                                           iteration, acc, smem);
+    }
   }
 }
 
