@@ -273,7 +273,7 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
   for (std::int64_t rows : {1, 8, 64, 1046})
     for (bool shifted : {false, true})
       for (std::int64_t cols :
-           {cta + 1, 2 * cta, 2 * cta + 1, std::int64_t{32000}, std::int64_t{50257},
+           {cta + 1, 2 * cta, 2 * cta + 1, std::int64_t{32000}, std::int64_t{52432},
             std::int64_t{128256}, std::int64_t{151936}, 15 * cta + 1, 16 * cta - 7}) {
         const auto p = fwd(rows, cols, shifted);
         SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " " +
@@ -287,7 +287,26 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
         EXPECT_EQ(rs::to_string(p).substr(0, 7), "staged ");
       }
   EXPECT_EQ(fwd(883, 151936).cluster_size, 10);
-  EXPECT_EQ(fwd(1046, 50257).cluster_size, 4);
+  EXPECT_EQ(fwd(1046, 65536).cluster_size, 4);
+  // Rows of four 32 KB CTAs at most four fifths full (49153..52424 columns aligned, 49146..52417
+  // shifted: 6145..6553 windows) take two CTAs of 64 KB; fuller ones four of 32 KB.
+  for (bool shifted : {false, true})
+    for (std::int64_t cols = 3 * cta - 64; cols <= 4 * cta; ++cols) {
+      const auto p = fwd(1046, cols, shifted);
+      const std::int64_t windows = rs::detail::ceil_div(cols + (shifted ? 7 : 0), 8);
+      SCOPED_TRACE("cols=" + std::to_string(cols) + " " + rs::to_string(p));
+      const bool wide = windows > 3 * 2048 && windows <= 6553;
+      ASSERT_EQ(p.algo, algorithm::staged);
+      ASSERT_EQ(p.config, wide ? rs::detail::wide_staged_config : rs::detail::staged_config);
+      ASSERT_EQ(p.cluster_size, wide ? 2 : rs::detail::ceil_div(windows, 2048));
+      ASSERT_EQ(p.vecs_per_thread, wide ? 16 : 8);
+    }
+  EXPECT_EQ(fwd(1046, 50257, true).cluster_size, 2);
+  EXPECT_EQ(fwd(1046, 50257, true).config, rs::detail::wide_staged_config);
+  EXPECT_EQ(fwd(1046, 52424).cluster_size, 2);
+  EXPECT_EQ(fwd(1046, 52425).cluster_size, 4);
+  EXPECT_EQ(fwd(1046, 49152).cluster_size, 3);
+  EXPECT_EQ(fwd(1046, 49153).cluster_size, 2);
   EXPECT_EQ(fwd(512, 16 * cta).cluster_size, 16);
   // Rows 16 such CTAs do not hold (a shifted row of 16 CTAs' elements needs one window more):
   // the fewest CTAs of 64 KB (32K elements), up to 16; beyond, streaming.

@@ -453,7 +453,17 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // 87-88% against 73-74%; 393216 and 524288: 84-85% against 68-74%); 16385: 72-74% against
     // 62-64%. CTAs of 128 threads were slower, and so were CTAs of 128 KB at 2^20 columns (one
     // an SM) than streaming (README, "Tuning notes" 29-31).
+    //
+    // Rows of four 32 KB CTAs that leave a fifth or more of their slots idle (49153 to 52424
+    // columns, aligned; 50257 among them) take two CTAs of 64 KB instead, their slots as idle: on
+    // the H200 (bf16 and fp16, rows*cols = 2^27, three runs) 89.4-92.4% of copy against
+    // 87.4-90.1% at 49153-52000 columns (50257 x 8192 rows: 95.5% against 91.1%), within 0.3 at
+    // 52424; fuller rows ran as fast or up to 2.1 points faster on four CTAs of 32 KB
+    // (53000-65536), and other cluster sizes showed no rule (README, "Tuning notes" 38, 45).
     if (dir == direction::forward && elem_size == 2 && max_cluster >= 2) {
+      const std::int64_t narrow = capacity(staged_config, 1);
+      if (ceil_div(windows, narrow) == 4 && windows * 5 <= 4 * narrow * 4)
+        return make_plan(wide_staged_config, layout, rows, windows, elem_size, 2);
       for (int config : {staged_config, wide_staged_config}) {
         const std::int64_t n = ceil_div(windows, capacity(config, 1));
         if (n <= max_cluster)
