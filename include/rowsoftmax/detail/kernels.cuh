@@ -127,7 +127,8 @@ struct stash {
 /// keeping the first `stash_tiles` in shared memory and the last in registers (see
 /// keeps_last_tile); `store`, given the row's total, writes them last first: the last from
 /// registers, the stashed ones from shared memory, the others read again (the most recently read
-/// first, so that they come from L2).
+/// first, so that they come from L2; in the split kernel, with L2 hints where needed, see
+/// `hinted`).
 template <class Op, int V, int Config>
 struct tile_share {
   using shape = kernel_shape<Op, V, Config>;
@@ -140,6 +141,39 @@ struct tile_share {
       stash<fragment, tpr, static_cast<int>(stash_tile_bytes(shape::config, Op::tensors) / tpr)>;
   static constexpr bool keep_last = keeps_last_tile(Op::tensors, sizeof(typename Op::value_type));
 
+  /// Whether a split CTA's share of `tiles` tiles takes L2 hints: where it keeps its last tile
+  /// in registers and reads some other tiles twice, the first loads of those evict last and
+  /// every other load and store of the share evicts first, so that L2 keeps them for their
+  /// second read (which evicts first, so that no line is left to evict last after the kernel).
+  /// On the H200 (rows*cols = 2^27) fp32 forward 2^24 columns ran at 72% of copy against 66%,
+  /// fp32 backward 2^23 at 74.5% against 69.5%, bf16 backward 2^24 at 70% against 66%, fp32
+  /// backward 3M at 83-84% against 79%. Hinted, rows that read no tile twice, or only the last
+  /// they load (16-bit forward, whose kernel also spilled so), ran 1-3.5 points slower, and
+  /// streaming rows up to 5 (README, "Tuning notes" 45).
+  __device__ static bool hinted(std::int64_t tiles, int stash_tiles) {
+    return keep_last && tiles > stash_tiles + 1;
+  }
+  /// A tile's load, hinted (`again`: a tile read twice) or plain.
+  template <bool hints>
+  __device__ static void load_tile(typename Op::args const& a, row_window const& w, fragment& f,
+                                   bool again) {
+    if constexpr (hints) {
+      Op::load(a, w, f, l2_hint::make(again ? l2_hint::last : l2_hint::first));
+    } else {
+      Op::load(a, w, f);
+    }
+  }
+  /// A tile's store, hinted or plain.
+  template <bool OneStore, bool hints>
+  __device__ static void store_tile(typename Op::args const& a, row_window const& w,
+                                    fragment const& f, partial total) {
+    if constexpr (hints) {
+      Op::template store<OneStore>(a, w, f, total, l2_hint::make(l2_hint::first));
+    } else {
+      Op::template store<OneStore>(a, w, f, total);
+    }
+  }
+
   /// Tiles of the row `w` covers.
   __device__ static std::int64_t tiles(row_window const& w) {
     return ceil_div(windows_of<V>(w), tile);
@@ -151,12 +185,25 @@ struct tile_share {
     return tiles * rank / ctas;
   }
 
+  /// `load`, with L2 hints where `Hints` (the split kernel) and the share takes them: one loop
+  /// for each, so that the plain one is the code that ran without hints.
+  template <bool Hints>
   __device__ static partial load(typename Op::args const& a, row_window& w, std::int64_t t0,
                                  std::int64_t t1, int stash_tiles, fragment& f, uint4* stashed) {
+    if constexpr (Hints) {
+      if (hinted(t1 - t0, stash_tiles))
+        return load_tiles<true>(a, w, t0, t1, stash_tiles, f, stashed);
+    }
+    return load_tiles<false>(a, w, t0, t1, stash_tiles, f, stashed);
+  }
+  template <bool hints>
+  __device__ static partial load_tiles(typename Op::args const& a, row_window& w, std::int64_t t0,
+                                       std::int64_t t1, int stash_tiles, fragment& f,
+                                       uint4* stashed) {
     partial acc = reduce::identity();
     for (std::int64_t t = t0; t < t1; ++t) {
       w.first = t * tile + threadIdx.x;
-      Op::load(a, w, f);
+      load_tile<hints>(a, w, f, t - t0 >= stash_tiles && !(keep_last && t == t1 - 1));
       if (t - t0 < stash_tiles && !(keep_last && t == t1 - 1))
         kept::put(stashed, static_cast<int>(t - t0), f);
       acc = reduce::combine(acc, Op::fold(f));
@@ -164,21 +211,32 @@ struct tile_share {
     return acc;
   }
 
-  template <bool OneStore>
+  /// `store`, hinted as `load`.
+  template <bool OneStore, bool Hints>
   __device__ static void store(typename Op::args const& a, row_window& w, std::int64_t t0,
                                std::int64_t t1, int stash_tiles, fragment& f, uint4 const* stashed,
                                partial total) {
+    if constexpr (Hints) {
+      if (hinted(t1 - t0, stash_tiles))
+        return store_tiles<OneStore, true>(a, w, t0, t1, stash_tiles, f, stashed, total);
+    }
+    store_tiles<OneStore, false>(a, w, t0, t1, stash_tiles, f, stashed, total);
+  }
+  template <bool OneStore, bool hints>
+  __device__ static void store_tiles(typename Op::args const& a, row_window& w, std::int64_t t0,
+                                     std::int64_t t1, int stash_tiles, fragment& f,
+                                     uint4 const* stashed, partial total) {
     for (std::int64_t t = t1 - 1; t >= t0; --t) {
       w.first = t * tile + threadIdx.x;
       if (!keep_last || t < t1 - 1) {  // else the last tile is still in registers, folded
         if (t - t0 < stash_tiles) {
           kept::get(stashed, static_cast<int>(t - t0), f);
         } else {
-          Op::load(a, w, f);
+          load_tile<hints>(a, w, f, false);
         }
         Op::fold(f);
       }
-      Op::template store<OneStore>(a, w, f, total);
+      store_tile<OneStore, hints>(a, w, f, total);
     }
   }
 
@@ -192,19 +250,34 @@ struct tile_share {
   /// tile last (as `load`). On the H200 this pass ran forward rows 1-3.5 points faster than
   /// `load` and `store` as separate passes, backward rows up to 5 slower; storing every tile
   /// before the first load measured the same as interleaving (README, "Tuning notes" 44).
+  /// Hinted where either row's share takes hints (see `load`), tile by tile (a loop for each
+  /// spilled the fp32 kernel).
   template <bool OneStore>
   __device__ static partial pass(typename Op::args const& a, std::int64_t c_row, std::int64_t c0,
                                  int c_tiles, std::int64_t n_row, std::int64_t n0, int n_tiles,
                                  int stash_tiles, fragment& f, uint4* stashed, partial total) {
+    const bool hints = hinted(c_tiles, stash_tiles) || hinted(n_tiles, stash_tiles);
+    auto load_one = [&](row_window const& w, bool again) {
+      if (hints) {
+        load_tile<true>(a, w, f, again);
+      } else {
+        load_tile<false>(a, w, f, again);
+      }
+    };
+    auto store_one = [&](row_window const& w) {
+      if (hints) {
+        store_tile<OneStore, true>(a, w, f, total);
+      } else {
+        store_tile<OneStore, false>(a, w, f, total);
+      }
+    };
     // Tile t of a row's window, built where used (kept across the loop, the two rows' windows
     // spilled the fp32 forward kernel).
     auto at = [&](std::int64_t row, std::int64_t t) {
       return Op::template window<V>(a, row, t * tile + threadIdx.x, tpr);
     };
     const int kc = keep_last && c_tiles > 0 ? 1 : 0, kn = keep_last && n_tiles > 0 ? 1 : 0;
-    if (kc) {
-      Op::template store<OneStore>(a, at(c_row, c0 + c_tiles - 1), f, total);
-    }
+    if (kc) store_one(at(c_row, c0 + c_tiles - 1));
     const int lc = c_tiles - kc;  // this row's tiles stored in the loop
     const int sc = min(lc, stash_tiles), rc = lc - sc;
     const int sn = min(n_tiles - kn, stash_tiles);
@@ -215,16 +288,16 @@ struct tile_share {
         const int slot = j - rc;
         const std::int64_t t = c0 + (j < rc ? lc - 1 - j : slot);
         if (j < rc) {
-          Op::load(a, at(c_row, t), f);
+          load_one(at(c_row, t), false);
         } else {
           kept::get(stashed, slot, f);
         }
         Op::fold(f);
-        Op::template store<OneStore>(a, at(c_row, t), f, total);
+        store_one(at(c_row, t));
       }
       const int i = j - rc;  // the next row's tile, from its first
       if (i >= 0 && i < n_tiles) {
-        Op::load(a, at(n_row, n0 + i), f);
+        load_one(at(n_row, n0 + i), i >= sn && i != n_tiles - kn);
         if (i < sn) kept::put(stashed, i, f);
         acc = reduce::combine(acc, Op::fold(f));
       }
@@ -251,9 +324,9 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   const std::int64_t t1 = share::first(tiles, cta_rank + 1, cluster);
 
   typename shape::fragment f;
-  const partial acc = share::load(a, w, t0, t1, stash_tiles, f, stashed);
+  const partial acc = share::template load<false>(a, w, t0, t1, stash_tiles, f, stashed);
   const partial total = shape::exchange::allreduce(acc, smem, shape::warps_per_row, cluster);
-  share::template store<false>(a, w, t0, t1, stash_tiles, f, stashed, total);
+  share::template store<false, false>(a, w, t0, t1, stash_tiles, f, stashed, total);
 }
 
 /// A CTA's partial in a split workspace: each float in the low half of a word of 8 bytes whose
@@ -380,12 +453,12 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
       const std::int64_t t0 = share::first(tiles, rank, ws.split_ctas);
       const std::int64_t t1 = share::first(tiles, rank + 1, ws.split_ctas);
 
-      partial acc = share::load(a, w, t0, t1, ws.stash_tiles, f, stashed);
+      partial acc = share::template load<true>(a, w, t0, t1, ws.stash_tiles, f, stashed);
       acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
 
       const partial total = meet<typename shape::exchange, shape::threads_per_cta, true>(
           ws, group, rank, iteration, acc, smem);
-      share::template store<true>(a, w, t0, t1, ws.stash_tiles, f, stashed, total);
+      share::template store<true, true>(a, w, t0, t1, ws.stash_tiles, f, stashed, total);
       __syncthreads();  // the exchange's slots are rewritten by the next row
     }
   } else {

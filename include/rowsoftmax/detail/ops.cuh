@@ -49,9 +49,10 @@ struct forward_op {
     return {r, active ? a.cols : 0, first, stride, head_of<V>(a.x + r * a.x_stride)};
   }
 
-  template <int V, int N>
-  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f) {
-    load_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v);
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
+                              Hint hint = {}) {
+    load_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
     finish_windows(w, from_float<T>(neg_inf), f.v);
     f.m = neg_inf;
 #pragma unroll
@@ -94,9 +95,9 @@ struct forward_op {
   /// fp32: y = exp(x - m_thread) * exp(m_thread - M) / S; 16-bit: y = exp(x - M) * (1 / S).
   /// A thread whose slots were all -inf writes zeros, unless the whole row is -inf (M = -inf,
   /// S = 0), which gives NaN as torch.softmax does.
-  template <bool OneStore = false, int V, int N>
+  template <bool OneStore = false, int V, int N, class Hint = no_hint>
   __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
-                               partial total) {
+                               partial total, Hint hint = {}) {
     const float shift = safe_shift(total.m);
     vec_t<T, V> out[N];
     if constexpr (keeps_exp) {
@@ -117,7 +118,7 @@ struct forward_op {
         out[k] = normalized(x, shifted_exp{shift}, inv);
       }
     }
-    store_windows<OneStore>(a.y + w.row * a.y_stride, w, out);
+    store_windows<OneStore>(a.y + w.row * a.y_stride, w, out, hint);
   }
 };
 
@@ -153,11 +154,12 @@ struct backward_op {
     return {r, active ? a.cols : 0, first, stride, head_of<V>(a.dy + r * a.dy_stride)};
   }
 
-  template <int V, int N>
-  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f) {
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
+                              Hint hint = {}) {
     const T zero = from_float<T>(0.0f);
-    load_windows(a.dy + w.row * a.dy_stride, w, zero, f.dy);
-    load_windows(a.y + w.row * a.y_stride, w, zero, f.y);
+    load_windows(a.dy + w.row * a.dy_stride, w, zero, f.dy, hint);
+    load_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint);
     finish_windows(w, zero, f.dy);  // after both tensors' loads are issued
     finish_windows(w, zero, f.y);
   }
@@ -172,9 +174,9 @@ struct backward_op {
     return {0.0f, s};
   }
 
-  template <bool OneStore = false, int V, int N>
+  template <bool OneStore = false, int V, int N, class Hint = no_hint>
   __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
-                               partial total) {
+                               partial total, Hint hint = {}) {
     vec_t<T, V> out[N];
 #pragma unroll
     for (int k = 0; k < N; ++k) {
@@ -186,7 +188,7 @@ struct backward_op {
       for (int l = 0; l < V; ++l) dx[l] = y.at(l) * (dy.at(l) - total.s);
       out[k] = vec_t<T, V>::round(dx);
     }
-    store_windows<OneStore>(a.dx + w.row * a.dx_stride, w, out);
+    store_windows<OneStore>(a.dx + w.row * a.dx_stride, w, out, hint);
   }
 };
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "vec.cuh"
 
@@ -46,15 +47,16 @@ __device__ inline int head_of(T const* row_start) {
 /// calls after its last `load_windows`. (Packing the element here waited for its load before
 /// the thread's later loads were issued: one more memory latency for the warp and so for its
 /// row; bf16 backward at 50257 columns ran at 70% of copy so, 90% now; README, "Tuning notes".)
-template <class T, int V, int N>
+/// A whole window's load carries `hint` (see l2_hint); the ragged ones' do not.
+template <class T, int V, int N, class Hint = no_hint>
 __device__ inline void load_windows(T const* row, row_window const& w, T fill,
-                                    vec_t<T, V> (&out)[N]) {
+                                    vec_t<T, V> (&out)[N], Hint hint = {}) {
   using vec = vec_t<T, V>;
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
     if (e0 >= 0 && e0 + V <= w.cols) {
-      out[k] = *reinterpret_cast<vec const*>(row + e0);
+      out[k] = vec::load(row + e0, hint);
     } else if (vec::per_word == 2 && (e0 + V <= 0 || e0 >= w.cols)) {  // none in the row
 #pragma unroll
       for (int i = 0; i < vec::words; ++i) out[k].w[i] = vec::fill_word(fill);
@@ -111,14 +113,18 @@ __device__ inline void finish_windows(row_window const& w, T fill, vec_t<T, V> (
 /// Writes the in-range elements of N windows; the same geometry as `load_windows`. A whole
 /// window is one vector store: `OneStore` writes it with vec_t::store, for the kernels where
 /// the compiler splits the plain assignment into one store a word (the split kernel); elsewhere
-/// the plain assignment compiles to one store and leaves the compiler freer to schedule.
-template <bool OneStore = false, class T, int V, int N>
-__device__ inline void store_windows(T* row, row_window const& w, vec_t<T, V> const (&in)[N]) {
+/// the plain assignment compiles to one store and leaves the compiler freer to schedule. A
+/// whole window's store carries `hint` (see l2_hint), the ragged ones' do not.
+template <bool OneStore = false, class T, int V, int N, class Hint = no_hint>
+__device__ inline void store_windows(T* row, row_window const& w, vec_t<T, V> const (&in)[N],
+                                     Hint hint = {}) {
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
     if (e0 >= 0 && e0 + V <= w.cols) {
-      if constexpr (OneStore) {
+      if constexpr (std::is_same_v<Hint, l2_hint>) {
+        in[k].store(row + e0, hint);
+      } else if constexpr (OneStore) {
         in[k].store(row + e0);
       } else {
         *reinterpret_cast<vec_t<T, V>*>(row + e0) = in[k];

@@ -20,6 +20,30 @@ __device__ inline To bits_as(From const& from) {
   return to;
 }
 
+/// An L2 eviction priority for a global access, as a cache policy (`createpolicy`): `first`
+/// lines are evicted before others, `last` ones after. The split kernel's 16-byte loads and
+/// stores carry one where a CTA reads some of its tiles twice, so that L2 keeps those tiles for
+/// their second read (see tile_share::hinted).
+struct l2_hint {
+  enum priority { first, last };
+  std::uint64_t policy;
+
+  /// Made where it is used (volatile: one instruction, where a policy kept across a loop costs
+  /// two registers).
+  __device__ static l2_hint make(priority p) {
+    l2_hint h;
+    if (p == first) {
+      asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(h.policy));
+    } else {
+      asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(h.policy));
+    }
+    return h;
+  }
+};
+
+/// A plain access: no L2 hint.
+struct no_hint {};
+
 template <class T, int V>
 struct alignas(sizeof(T) * V) vec_t {
   static_assert(sizeof(T) == 2 || sizeof(T) == 4);
@@ -109,6 +133,34 @@ struct alignas(sizeof(T) * V) vec_t {
     } else {  // the plans' widths: 16 bytes, or one element (the scalar fallback)
       static_assert(sizeof(vec_t) == 2, "vectors of 16 bytes or one element");
       asm volatile("st.global.b16 [%0], %1;" ::"l"(p), "h"(w[0]) : "memory");
+    }
+  }
+
+  /// Reads the vector at `p` (aligned to the vector): a plain load, or one 16-byte load with
+  /// the L2 hint (vectors of other sizes load plainly).
+  __device__ static vec_t load(T const* p, no_hint) {
+    return *reinterpret_cast<vec_t const*>(p);
+  }
+  __device__ static vec_t load(T const* p, l2_hint h) {
+    if constexpr (sizeof(vec_t) == 16) {
+      vec_t v;
+      asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                   : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+                   : "l"(p), "l"(h.policy));
+      return v;
+    } else {
+      return *reinterpret_cast<vec_t const*>(p);
+    }
+  }
+
+  /// `store` with the L2 hint: one 16-byte store (vectors of other sizes store plainly).
+  __device__ void store(T* p, l2_hint h) const {
+    if constexpr (sizeof(vec_t) == 16) {
+      asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p),
+                   "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]), "l"(h.policy)
+                   : "memory");
+    } else {
+      store(p);
     }
   }
 
