@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../plan.hpp"
 #include "exchange.cuh"
@@ -141,17 +142,19 @@ struct tile_share {
       stash<fragment, tpr, static_cast<int>(stash_tile_bytes(shape::config, Op::tensors) / tpr)>;
   static constexpr bool keep_last = keeps_last_tile(Op::tensors, sizeof(typename Op::value_type));
 
-  /// Whether a split CTA's share of `tiles` tiles takes L2 hints: where it keeps its last tile
-  /// in registers and reads some other tiles twice, the first loads of those evict last and
-  /// every other load and store of the share evicts first, so that L2 keeps them for their
-  /// second read (which evicts first, so that no line is left to evict last after the kernel).
-  /// On the H200 (rows*cols = 2^27) fp32 forward 2^24 columns ran at 72% of copy against 66%,
-  /// fp32 backward 2^23 at 74.5% against 69.5%, bf16 backward 2^24 at 70% against 66%, fp32
-  /// backward 3M at 83-84% against 79%. Hinted, rows that read no tile twice, or only the last
-  /// they load (16-bit forward, whose kernel also spilled so), ran 1-3.5 points slower, and
-  /// streaming rows up to 5 (README, "Tuning notes" 45).
+  /// Whether a split CTA's share of `tiles` tiles takes L2 hints: fp32 rows (which keep their
+  /// last tile in registers) that read some other tiles twice. The first loads of those evict
+  /// last and every other load and store of the share evicts first, so that L2 keeps them for
+  /// their second read (which evicts first, so that no line is left to evict last after the
+  /// kernel). On the H200 (rows*cols = 2^27) fp32 forward 2^24 columns ran at 72% of copy
+  /// against 66%, fp32 backward 2^23 at 74.5% against 69%. Hinted, rows that read no tile twice,
+  /// or only the last they load (16-bit forward, whose kernel also spilled so), ran 1-3.5 points
+  /// slower, and streaming rows up to 5; 16-bit backward rows 2^24 gained 4.5 points, but the
+  /// hinted copy of the loops doubled the kernel's code and its rows of 2^20-2^23 columns, not
+  /// hinted, lost 0.5-3.5 (README, "Tuning notes" 45).
+  static constexpr bool hintable = keep_last && std::is_same_v<typename Op::value_type, float>;
   __device__ static bool hinted(std::int64_t tiles, int stash_tiles) {
-    return keep_last && tiles > stash_tiles + 1;
+    return hintable && tiles > stash_tiles + 1;
   }
   /// A tile's load, hinted (`again`: a tile read twice) or plain.
   template <bool hints>
@@ -185,12 +188,12 @@ struct tile_share {
     return tiles * rank / ctas;
   }
 
-  /// `load`, with L2 hints where `Hints` (the split kernel) and the share takes them: one loop
-  /// for each, so that the plain one is the code that ran without hints.
+  /// `load`, with L2 hints where `Hints` (the split kernel) and the share takes them (see
+  /// `hinted`): one loop for each, so that the plain one is the code that ran without hints.
   template <bool Hints>
   __device__ static partial load(typename Op::args const& a, row_window& w, std::int64_t t0,
                                  std::int64_t t1, int stash_tiles, fragment& f, uint4* stashed) {
-    if constexpr (Hints) {
+    if constexpr (Hints && hintable) {
       if (hinted(t1 - t0, stash_tiles))
         return load_tiles<true>(a, w, t0, t1, stash_tiles, f, stashed);
     }
@@ -216,7 +219,7 @@ struct tile_share {
   __device__ static void store(typename Op::args const& a, row_window& w, std::int64_t t0,
                                std::int64_t t1, int stash_tiles, fragment& f, uint4 const* stashed,
                                partial total) {
-    if constexpr (Hints) {
+    if constexpr (Hints && hintable) {
       if (hinted(t1 - t0, stash_tiles))
         return store_tiles<OneStore, true>(a, w, t0, t1, stash_tiles, f, stashed, total);
     }
