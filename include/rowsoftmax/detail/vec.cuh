@@ -22,8 +22,8 @@ __device__ inline To bits_as(From const& from) {
 
 /// An L2 eviction priority for a global access, as a cache policy (`createpolicy`): `first`
 /// lines are evicted before others, `last` ones after. The split kernel's 16-byte loads and
-/// stores carry one where a CTA reads some of its tiles twice, so that L2 keeps those tiles for
-/// their second read (see tile_share::hinted).
+/// stores carry one where an fp32 CTA reads some of its tiles twice, so that L2 keeps those
+/// tiles for their second read (see tile_share::hinted).
 struct l2_hint {
   enum priority { first, last };
   std::uint64_t policy;
