@@ -510,6 +510,15 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
           EXPECT_LE(per_cta, h200.shared_bytes_per_cta);
           EXPECT_EQ(p.workspace_bytes,
                     rs::detail::split_workspace_bytes(p.row_groups, p.split_ctas));
+          // fp32 forward (second reads hinted to stay in L2): more than one row at a time only
+          // where its CTAs read at most 2.5 tiles twice on average.
+          if (fwd && elem == 4 && p.row_groups > 1) {
+            const std::int64_t held = p.stash_tiles + in_registers;
+            const std::int64_t q = tiles / p.split_ctas, r = tiles % p.split_ctas;
+            const std::int64_t again = r * std::max<std::int64_t>(q + 1 - held, 0) +
+                                       (p.split_ctas - r) * std::max<std::int64_t>(q - held, 0);
+            EXPECT_LE(2 * again, 5 * std::int64_t{p.split_ctas});
+          }
         }
       // Rows the CTAs of the device hold on chip are read once: a CTA's share within its
       // stash and registers (2^20 backward).
@@ -525,10 +534,24 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
                   p.stash_tiles +
                       (rs::detail::keeps_last_tile(rs::detail::tensors_of(dir), elem) ? 1 : 0));
       }
-      if (fwd) {  // 2^20 columns, rows*cols = 2^27: 12 (8) rows at a time
+      if (fwd) {  // 2^20 columns, rows*cols = 2^27: 12 rows at a time
         EXPECT_EQ(rs::to_string(rs::plan_for(dir, 128, 1 << 20, elem, {vec, true}, h200, true)),
                   elem == 2 ? "staged split 12x66 ctas cta=256 tpr=256 vec=8x8 head"
-                            : "split 8x49 ctas cta=256 tpr=256 vec=4x8 head stash=2");
+                            : "split 12x33 ctas cta=256 tpr=256 vec=4x8 head stash=2");
+      }
+      // fp32 forward, rows*cols = 2^27: groups whose CTAs read up to one tile (2^21, 2^22) or
+      // 2.2 tiles (2^23, 2^24) twice from L2, rather than fewer groups reading once (2^21: 4x99,
+      // 2^22: 2x198, 2^23: 1x396; README, "Tuning notes" 46).
+      if (fwd && elem == 4) {
+        const char* expected[] = {"split 6x66 ctas cta=256 tpr=256 vec=4x8 stash=2",
+                                  "split 3x132 ctas cta=256 tpr=256 vec=4x8 stash=2",
+                                  "split 2x198 ctas cta=256 tpr=256 vec=4x8 stash=2",
+                                  "split 1x396 ctas cta=256 tpr=256 vec=4x8 stash=2"};
+        for (int lg = 21; lg <= 24; ++lg)
+          EXPECT_EQ(
+              rs::to_string(rs::plan_for(dir, std::int64_t{1} << (27 - lg), std::int64_t{1} << lg,
+                                         elem, {vec, false}, h200, true)),
+              expected[lg - 21]);
       }
       // The scalar fallback splits too; devices without clusters as well (no bulk copies: no
       // staged split).

@@ -316,9 +316,16 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
 /// registers' bound) form `row_groups` groups of `split_ctas` CTAs, a group taking one row at a
 /// time; a CTA keeps the last tile of its share in registers (but see keeps_last_tile) and up
 /// to `stash_tiles` more in shared memory (what its part of the SM holds), and reads the rest of
-/// its share twice. The groups minimise rounds x (the average CTA's tile transfers a round -
-/// loads, stores, second loads - plus one for the meeting), so rows that fit on chip are read
-/// once. `split_ctas` < 2: the tier does not apply.
+/// its share twice. The groups minimise rounds x (the tile transfers of a CTA a round - loads,
+/// stores, second loads - plus the meeting's cost). Most rows count the average CTA and one
+/// transfer for the meeting, so rows that fit on chip are read once. The fp32 forward, whose
+/// second reads come from L2 (split_kernel's L2 hints), counts the mean of the average and the
+/// largest share (a round lasts until the group's slowest CTA arrives) and a meeting of
+/// 1.5 + ctas / 80 transfers, and reads at most 2.5 tiles a CTA twice on average (3.5 and more
+/// ran at 65-69% of copy: L2 no longer held them), so it takes more groups. Fitted on the H200
+/// to 22 shapes of 333333-2^24 columns (within 0.4 points of the best groups measured; 2^21
+/// columns x 64 rows at 78% of copy against 74%) and checked on 7 more (README, "Tuning notes"
+/// 46). `split_ctas` < 2: the tier does not apply.
 constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t rows,
                                std::int64_t windows, std::size_t elem_size,
                                device_limits const& limits) noexcept {
@@ -330,19 +337,28 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const int in_registers = keeps_last_tile(tensors, elem_size) ? 1 : 0;
   const std::int64_t held = stash + in_registers;
   const std::int64_t tiles = row_tiles(p);
+  const bool l2_rereads = dir == direction::forward && elem_size == 4;
   const std::int64_t most_groups = rows < resident / 2 ? rows : resident / 2;
   // CTAs a row with g groups: the resident CTAs shared out, none without a tile.
   auto ctas_of = [&](std::int64_t g) { return resident / g < tiles ? resident / g : tiles; };
   double best_cost = -1;
   std::int64_t best_groups = 1;
   for (std::int64_t g = 1; g <= most_groups; ++g) {
-    // Tile transfers of the average CTA a round: shares differ by at most one tile, q or q + 1.
+    // Tile transfers of a CTA a round: shares differ by at most one tile, q or q + 1.
     const std::int64_t ctas = ctas_of(g);
     const std::int64_t q = tiles / ctas, r = tiles % ctas;
     const std::int64_t again =
         r * (q + 1 > held ? q + 1 - held : 0) + (ctas - r) * (q > held ? q - held : 0);
-    const double cost = static_cast<double>(ceil_div(rows, g)) *
-                        (static_cast<double>(2 * tiles + again) / static_cast<double>(ctas) + 1.0);
+    const double average = static_cast<double>(2 * tiles + again) / static_cast<double>(ctas);
+    double round = average + 1.0;
+    if (l2_rereads) {
+      if (g > 1 && 2 * again > 5 * ctas) continue;  // more than 2.5 tiles a CTA read twice
+      const std::int64_t largest = q + (r > 0 ? 1 : 0);
+      const double slowest =
+          static_cast<double>(2 * largest + (largest > held ? largest - held : 0));
+      round = (average + slowest) / 2 + 1.5 + static_cast<double>(ctas) / 80.0;
+    }
+    const double cost = static_cast<double>(ceil_div(rows, g)) * round;
     if (best_cost < 0 || cost < best_cost) {
       best_cost = cost;
       best_groups = g;
