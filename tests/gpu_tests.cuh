@@ -282,9 +282,10 @@ TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
 }
 
 // The workspace launchers: rows just above the longest register rows and of 2^20 + 3, several
-// rounds of rows in flight (13 rows), every layout; the longest 16-bit forward rows the staged
-// split takes (a quarter of the CTAs the device runs) and rows just longer (split); rows the
-// register tiers hold are planned and run as without a workspace (the size query gives 0).
+// rounds of rows in flight (13 rows; forward 2^20 + 3 also 29), every layout; the longest 16-bit
+// forward rows the staged split takes (a quarter of the CTAs the device runs) and rows just longer
+// (split); rows the register tiers hold are planned and run as without a workspace (the size query
+// gives 0).
 TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
   using T = TypeParam;
   launcher<T> with_workspace;
@@ -296,6 +297,12 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
         check_forward<T>(s, seed_of(cols, rows, 17), fill::random, with_workspace);
         check_backward<T>(s, seed_of(cols, rows, 18), fill::random, with_workspace);
       }
+  // 29 rows of 2^20 + 3: several rounds of rows in flight where 13 rows take one (fp32
+  // forward: 13 groups whose CTAs read up to two tiles twice), aligned and shifted.
+  for (int i : {0, 1}) {
+    const shape s = layouts<T>(29, (std::int64_t{1} << 20) + 3)[i];
+    check_forward<T>(s, seed_of(s.cols, 29, 30), fill::random, with_workspace);
+  }
   for (shape s : layouts<T>(4, (std::int64_t{1} << 20) + 3)) {
     check_forward<T>(s, seed_of(s.cols, s.out_offset, 19), fill::special, with_workspace);
     check_backward<T>(s, seed_of(s.cols, s.out_offset, 20), fill::special, with_workspace);
