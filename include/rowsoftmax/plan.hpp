@@ -323,7 +323,7 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
 /// largest share (a round lasts until the group's slowest CTA arrives) and a meeting of
 /// 1.5 + ctas / 80 transfers, and reads at most 2.5 tiles a CTA twice on average (3.5 and more
 /// ran at 65-69% of copy: L2 no longer held them), so it takes more groups. Fitted on the H200
-/// to 22 shapes of 333333-2^24 columns (within 0.4 points of the best groups measured; 2^21
+/// to 20 shapes of 333333-2^24 columns (within 0.4 points of the best groups measured; 2^21
 /// columns x 64 rows at 78% of copy against 74%) and checked on 7 more (README, "Tuning notes"
 /// 46). `split_ctas` < 2: the tier does not apply.
 constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t rows,
