@@ -337,6 +337,7 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const int in_registers = keeps_last_tile(tensors, elem_size) ? 1 : 0;
   const std::int64_t held = stash + in_registers;
   const std::int64_t tiles = row_tiles(p);
+  // The fp32 forward: second reads hinted to stay in L2 (kernels.cuh, tile_share::hintable).
   const bool l2_rereads = dir == direction::forward && elem_size == 4;
   const std::int64_t most_groups = rows < resident / 2 ? rows : resident / 2;
   // CTAs a row with g groups: the resident CTAs shared out, none without a tile.

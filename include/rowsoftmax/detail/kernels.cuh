@@ -151,7 +151,8 @@ struct tile_share {
   /// or only the last they load (16-bit forward, whose kernel also spilled so), ran 1-3.5 points
   /// slower, and streaming rows up to 5; 16-bit backward rows 2^24 gained 4.5 points, but the
   /// hinted copy of the loops doubled the kernel's code and its rows of 2^20-2^23 columns, not
-  /// hinted, lost 0.5-3.5 (README, "Tuning notes" 45).
+  /// hinted, lost 0.5-3.5 (README, "Tuning notes" 45). The planner gives fp32 forward rows more
+  /// groups for it (make_split_plan).
   static constexpr bool hintable = keep_last && std::is_same_v<typename Op::value_type, float>;
   __device__ static bool hinted(std::int64_t tiles, int stash_tiles) {
     return hintable && tiles > stash_tiles + 1;
