@@ -259,6 +259,15 @@ ROWSOFTMAX_HOST_DEVICE constexpr bool keeps_last_tile(int tensors, std::size_t e
   return tensors == 2 || elem_size == 4;
 }
 
+/// Whether a split CTA that reads tiles of its share twice gives its accesses L2 hints, so that
+/// L2 keeps those tiles for their second read (kernels.cuh, tile_share::hintable): fp32 rows,
+/// which keep their last tile in registers. The planner prices the fp32 forward's second reads
+/// as L2 hits for it (make_split_plan).
+ROWSOFTMAX_HOST_DEVICE constexpr bool hints_second_reads(int tensors,
+                                                         std::size_t elem_size) noexcept {
+  return elem_size == 4 && keeps_last_tile(tensors, elem_size);
+}
+
 /// Tiles a CTA of configuration `c` keeps in shared memory at the occupancy its registers allow
 /// (ctas_per_sm): its part of the SM's shared memory, less cta_smem_reserve, within what one CTA
 /// may ask for.
@@ -319,7 +328,7 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
 /// its share twice. The groups minimise rounds x (the tile transfers of a CTA a round - loads,
 /// stores, second loads - plus the meeting's cost). Most rows count the average CTA and one
 /// transfer for the meeting, so rows that fit on chip are read once. The fp32 forward, whose
-/// second reads come from L2 (split_kernel's L2 hints), counts the mean of the average and the
+/// second reads come from L2 (hints_second_reads), counts the mean of the average and the
 /// largest share (a round lasts until the group's slowest CTA arrives) and a meeting of
 /// 1.5 + ctas / 80 transfers, and reads at most 2.5 tiles a CTA twice on average (3.5 and more
 /// ran at 65-69% of copy: L2 no longer held them), so it takes more groups. Fitted on the H200
@@ -337,8 +346,7 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const int in_registers = keeps_last_tile(tensors, elem_size) ? 1 : 0;
   const std::int64_t held = stash + in_registers;
   const std::int64_t tiles = row_tiles(p);
-  // The fp32 forward: second reads hinted to stay in L2 (kernels.cuh, tile_share::hintable).
-  const bool l2_rereads = dir == direction::forward && elem_size == 4;
+  const bool l2_rereads = dir == direction::forward && hints_second_reads(tensors, elem_size);
   const std::int64_t most_groups = rows < resident / 2 ? rows : resident / 2;
   // CTAs a row with g groups: the resident CTAs shared out, none without a tile.
   auto ctas_of = [&](std::int64_t g) { return resident / g < tiles ? resident / g : tiles; };
