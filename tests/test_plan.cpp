@@ -459,7 +459,7 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
       const int tensors = rs::detail::tensors_of(dir);
       const std::int64_t resident =
           std::int64_t{h200.sm_count} *
-          rs::detail::ctas_per_sm(kernel_configs[rs::detail::split_config], tensors);
+          rs::detail::ctas_per_sm(kernel_configs[rs::detail::split_config], tensors, elem);
       for (std::int64_t cols = longest + 1; cols <= (std::int64_t{1} << 25); cols = cols * 3 / 2)
         for (std::int64_t rows : {1, 2, 7, 128, 100000}) {
           const auto p = rs::plan_for(dir, rows, cols, elem, {vec, false}, h200, true);
@@ -500,7 +500,9 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
           // and the stashes of the CTAs an SM runs fit its shared memory.
           const std::int64_t share = (tiles + p.split_ctas - 1) / p.split_ctas;
           EXPECT_GE(p.stash_tiles, 0);
-          const int in_registers = rs::detail::keeps_last_tile(tensors, elem) ? 1 : 0;
+          const int in_registers =
+              rs::detail::keeps_last_tile(kernel_configs[p.config], tensors, elem) ? 1 : 0;
+          EXPECT_EQ(in_registers, 1);  // every split CTA keeps its last tile in registers
           EXPECT_LE(p.stash_tiles, share - in_registers);
           const std::int64_t per_cta =
               p.stash_tiles *
@@ -531,8 +533,10 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
         const std::int64_t tiles =
             (p.windows + 256 * p.vecs_per_thread - 1) / (256 * std::int64_t{p.vecs_per_thread});
         EXPECT_LE((tiles + p.split_ctas - 1) / p.split_ctas,
-                  p.stash_tiles +
-                      (rs::detail::keeps_last_tile(rs::detail::tensors_of(dir), elem) ? 1 : 0));
+                  p.stash_tiles + (rs::detail::keeps_last_tile(kernel_configs[p.config],
+                                                               rs::detail::tensors_of(dir), elem)
+                                       ? 1
+                                       : 0));
       }
       if (fwd) {  // 2^20 columns, rows*cols = 2^27: 12 rows at a time
         EXPECT_EQ(rs::to_string(rs::plan_for(dir, 128, 1 << 20, elem, {vec, true}, h200, true)),
@@ -558,13 +562,17 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
       EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {1, false}, h200, true).algo, algorithm::split);
       EXPECT_EQ(rs::plan_for(dir, 3, 1 << 20, elem, {vec, false}, a100, true).algo,
                 algorithm::split);
-      // Beyond the staged split, 16-bit forward splits as well (2^22 columns, of which the
-      // device holds three: 3 rows of 132 CTAs at a time; 2^23: 2 rows of 198).
+      // Beyond the staged split, 16-bit forward splits as well, at two CTAs an SM that each
+      // keep up to four tiles on chip (one in registers, three stashed): 2^22 columns (256
+      // tiles) in 4 rows of 66 CTAs at a time, 2^23 in 2 rows of 132, 2^24 one row of 264, all
+      // read once (README, "Tuning notes" 47).
       if (fwd && elem == 2) {
         EXPECT_EQ(rs::to_string(rs::plan_for(dir, 32, 1 << 22, elem, {vec, false}, h200, true)),
-                  "split 3x132 ctas cta=256 tpr=256 vec=8x8 stash=2");
+                  "split 4x66 ctas cta=256 tpr=256 vec=8x8 stash=3");
         EXPECT_EQ(rs::to_string(rs::plan_for(dir, 16, 1 << 23, elem, {vec, false}, h200, true)),
-                  "split 2x198 ctas cta=256 tpr=256 vec=8x8 stash=2");
+                  "split 2x132 ctas cta=256 tpr=256 vec=8x8 stash=3");
+        EXPECT_EQ(rs::to_string(rs::plan_for(dir, 8, 1 << 24, elem, {vec, false}, h200, true)),
+                  "split 1x264 ctas cta=256 tpr=256 vec=8x8 stash=3");
       }
     }
 }
@@ -575,9 +583,9 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
       for (int vec : {static_cast<int>(16 / elem), 1})
         for (auto const& d : {h200, hopper_portable, a100}) {
           const int tensors = rs::detail::tensors_of(dir);
-          const int in_registers = rs::detail::keeps_last_tile(tensors, elem) ? 1 : 0;
           auto const& k = kernel_configs[rs::detail::streaming_cluster_config];
-          const int per_sm = rs::detail::ctas_per_sm(k, tensors);
+          const int in_registers = rs::detail::keeps_last_tile(k, tensors, elem) ? 1 : 0;
+          const int per_sm = rs::detail::ctas_per_sm(k, tensors, elem);
           for (std::int64_t cols = 1000; cols <= (std::int64_t{1} << 24); cols = cols * 5 / 4) {
             const auto p = rs::plan_for(dir, 3, cols, elem, {vec, false}, d);
             if (p.algo != algorithm::streaming) continue;
@@ -595,7 +603,7 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
             EXPECT_LE(per_cta, d.shared_bytes_per_cta);
             const int most = d.compute_capability >= 90 ? d.max_cluster_size : 1;
             const int capacity = dir == rs::direction::backward
-                                     ? rs::detail::stash_capacity(k, tensors, d)
+                                     ? rs::detail::stash_capacity(k, tensors, elem, d)
                                      : 0;  // forward streams without a stash
             const int quick = std::min(capacity, 1) + in_registers;
             if (share <= quick) {

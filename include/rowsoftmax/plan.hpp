@@ -182,15 +182,20 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t staging_bytes(kernel_config const&
   return std::int64_t{c.bytes} * c.threads_per_cta;
 }
 
-/// CTAs of a configuration an SM runs at once, as its kernels' register bound sets them: the
-/// row data a thread holds plus 48 registers (kernels.cuh). Staged CTAs hold their row data in
-/// shared memory instead: as many as an SM's shared memory holds (device_limits' default, that
-/// of Hopper), and a register bound to match.
-constexpr int ctas_per_sm(kernel_config const& c, int tensors) noexcept {
+/// CTAs of a configuration an SM runs at once for rows of `tensors` input tensors of
+/// `elem_size`-byte elements, as its kernels' register bound sets them: the row data a thread
+/// holds plus 48 registers (kernels.cuh). 16-bit forward split CTAs count their row data twice:
+/// they keep a tile in registers (keeps_last_tile) beside the one they load and fold, and their
+/// kernel so spilled 224 bytes at the 80 registers of three CTAs an SM, none at the 128 of two
+/// (ptxas, sm_90). Staged CTAs hold their row data in shared memory instead: as many as an SM's
+/// shared memory holds (device_limits' default, that of Hopper), and a register bound to match.
+constexpr int ctas_per_sm(kernel_config const& c, int tensors, std::size_t elem_size) noexcept {
   if (stages(c))
     return static_cast<int>(device_limits{}.shared_bytes_per_sm /
                             (staging_bytes(c) + cta_smem_reserve));
-  const int bound = 65536 / (c.threads_per_cta * (c.bytes / 4 * tensors + 48));
+  const bool packed_split = c.algo == algorithm::split && tensors == 1 && elem_size == 2;
+  const int data = c.bytes / 4 * (packed_split ? 2 : tensors);
+  const int bound = 65536 / (c.threads_per_cta * (data + 48));
   return bound > 1 ? bound : 1;
 }
 
@@ -253,27 +258,31 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_tile_bytes(kernel_config con
   return std::int64_t{c.bytes * tensors + 16} * c.threads_per_cta;
 }
 
-/// Whether a streaming or split CTA keeps the last tile of its share in registers between the
-/// passes: all but 16-bit forward, whose fold takes the registers (keeping it there spilled).
-ROWSOFTMAX_HOST_DEVICE constexpr bool keeps_last_tile(int tensors, std::size_t elem_size) noexcept {
-  return tensors == 2 || elem_size == 4;
+/// Whether a streaming or split CTA of configuration `c` keeps the last tile of its share in
+/// registers between the passes: all but 16-bit forward streaming, whose fold takes the
+/// registers (keeping it there spilled). The 16-bit forward split CTA keeps it at two CTAs an
+/// SM (ctas_per_sm): on the H200 (rows*cols = 2^27) bf16 2^22 columns ran at 68% of copy in 4
+/// rows of 66 CTAs against 65% in 3 rows of 132 CTAs of three an SM without it, 2^24 at 65.5%
+/// against 62% (README, "Tuning notes" 47).
+ROWSOFTMAX_HOST_DEVICE constexpr bool keeps_last_tile(kernel_config const& c, int tensors,
+                                                      std::size_t elem_size) noexcept {
+  return tensors == 2 || elem_size == 4 || c.algo == algorithm::split;
 }
 
 /// Whether a split CTA that reads tiles of its share twice gives its accesses L2 hints, so that
-/// L2 keeps those tiles for their second read (kernels.cuh, tile_share::hintable): fp32 rows,
-/// which keep their last tile in registers. The planner prices the fp32 forward's second reads
-/// as L2 hits for it (make_split_plan).
-ROWSOFTMAX_HOST_DEVICE constexpr bool hints_second_reads(int tensors,
-                                                         std::size_t elem_size) noexcept {
-  return elem_size == 4 && keeps_last_tile(tensors, elem_size);
+/// L2 keeps those tiles for their second read (kernels.cuh, tile_share::hintable): fp32 rows.
+/// The planner prices the fp32 forward's second reads as L2 hits for it (make_split_plan).
+ROWSOFTMAX_HOST_DEVICE constexpr bool hints_second_reads(std::size_t elem_size) noexcept {
+  return elem_size == 4;
 }
 
 /// Tiles a CTA of configuration `c` keeps in shared memory at the occupancy its registers allow
 /// (ctas_per_sm): its part of the SM's shared memory, less cta_smem_reserve, within what one CTA
 /// may ask for.
-constexpr int stash_capacity(kernel_config const& c, int tensors,
+constexpr int stash_capacity(kernel_config const& c, int tensors, std::size_t elem_size,
                              device_limits const& limits) noexcept {
-  std::int64_t budget = limits.shared_bytes_per_sm / ctas_per_sm(c, tensors) - cta_smem_reserve;
+  std::int64_t budget =
+      limits.shared_bytes_per_sm / ctas_per_sm(c, tensors, elem_size) - cta_smem_reserve;
   if (budget > limits.shared_bytes_per_cta - cta_smem_reserve)
     budget = limits.shared_bytes_per_cta - cta_smem_reserve;
   return budget > 0 ? static_cast<int>(budget / stash_tile_bytes(c, tensors)) : 0;
@@ -305,8 +314,8 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
   const int tensors = tensors_of(dir);
   // Backward only: forward gained nothing from stashes on the H200 (fp32 151936: 89% of copy
   // with and without; 2^24: 46% with, 55% without; README, "Tuning notes").
-  const int stash = dir == direction::backward ? stash_capacity(c, tensors, limits) : 0;
-  const int in_registers = keeps_last_tile(tensors, elem_size) ? 1 : 0;
+  const int stash = dir == direction::backward ? stash_capacity(c, tensors, elem_size, limits) : 0;
+  const int in_registers = keeps_last_tile(c, tensors, elem_size) ? 1 : 0;
   const int quick = (stash < 1 ? stash : 1) + in_registers;  // tiles of a read-once share
   const std::int64_t tiles =
       row_tiles(make_plan(streaming_config, layout, rows, windows, elem_size));
@@ -323,9 +332,9 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
 
 /// The split plan for rows of `windows` windows. The CTAs the device runs at once (its
 /// registers' bound) form `row_groups` groups of `split_ctas` CTAs, a group taking one row at a
-/// time; a CTA keeps the last tile of its share in registers (but see keeps_last_tile) and up
-/// to `stash_tiles` more in shared memory (what its part of the SM holds), and reads the rest of
-/// its share twice. The groups minimise rounds x (the tile transfers of a CTA a round - loads,
+/// time; a CTA keeps the last tile of its share in registers (keeps_last_tile) and up to
+/// `stash_tiles` more in shared memory (what its part of the SM holds), and reads the rest of its
+/// share twice. The groups minimise rounds x (the tile transfers of a CTA a round - loads,
 /// stores, second loads - plus the meeting's cost). Most rows count the average CTA and one
 /// transfer for the meeting, so rows that fit on chip are read once. The fp32 forward, whose
 /// second reads come from L2 (hints_second_reads), counts the mean of the average and the
@@ -341,12 +350,12 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   kernel_config const& c = kernel_configs[split_config];
   plan p = make_plan(split_config, layout, rows, windows, elem_size);
   const int tensors = tensors_of(dir);
-  const std::int64_t resident = std::int64_t{limits.sm_count} * ctas_per_sm(c, tensors);
-  const int stash = stash_capacity(c, tensors, limits);
-  const int in_registers = keeps_last_tile(tensors, elem_size) ? 1 : 0;
+  const std::int64_t resident = std::int64_t{limits.sm_count} * ctas_per_sm(c, tensors, elem_size);
+  const int stash = stash_capacity(c, tensors, elem_size, limits);
+  const int in_registers = keeps_last_tile(c, tensors, elem_size) ? 1 : 0;
   const std::int64_t held = stash + in_registers;
   const std::int64_t tiles = row_tiles(p);
-  const bool l2_rereads = dir == direction::forward && hints_second_reads(tensors, elem_size);
+  const bool l2_rereads = dir == direction::forward && hints_second_reads(elem_size);
   const std::int64_t most_groups = rows < resident / 2 ? rows : resident / 2;
   // CTAs a row with g groups: the resident CTAs shared out, none without a tile.
   auto ctas_of = [&](std::int64_t g) { return resident / g < tiles ? resident / g : tiles; };
@@ -397,7 +406,7 @@ constexpr plan make_staged_split_plan(row_layout layout, std::int64_t rows, std:
   const std::int64_t cta_bytes = staging_bytes(c) + cta_smem_reserve;
   std::int64_t per_sm =
       cta_bytes <= limits.shared_bytes_per_cta ? limits.shared_bytes_per_sm / cta_bytes : 0;
-  if (per_sm > ctas_per_sm(c, 1)) per_sm = ctas_per_sm(c, 1);
+  if (per_sm > ctas_per_sm(c, 1, elem_size)) per_sm = ctas_per_sm(c, 1, elem_size);
   const std::int64_t resident = std::int64_t{limits.sm_count} * per_sm;
   const std::int64_t need = ceil_div(windows, window_capacity(c, layout.vec, elem_size));
   if (need < 2 || 4 * need > resident) return p;
@@ -410,7 +419,8 @@ constexpr plan make_staged_split_plan(row_layout layout, std::int64_t rows, std:
 /// registers where keeps_last_tile, the others in its stash), so the row is read once.
 constexpr bool reads_once(plan const& p, direction dir, std::size_t elem_size) noexcept {
   return ceil_div(row_tiles(p), p.cluster_size) <=
-         p.stash_tiles + (keeps_last_tile(tensors_of(dir), elem_size) ? 1 : 0);
+         p.stash_tiles +
+             (keeps_last_tile(kernel_configs[p.config], tensors_of(dir), elem_size) ? 1 : 0);
 }
 
 /// Whether plan `p` can run its rows: a known configuration, a cluster within 16, groups (split,

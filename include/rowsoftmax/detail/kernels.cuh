@@ -56,7 +56,8 @@ struct kernel_shape {
   // Except two-tensor rows of at most a warp: unbounded (167 registers for 16-bit, fewer CTAs)
   // they ran at 101% of copy on the H200, bounded (128) at 80-84% (README, "Tuning notes").
   static constexpr bool unbounded = Op::tensors == 2 && threads_per_row <= 32;
-  static constexpr int min_ctas_per_sm = unbounded ? 1 : ctas_per_sm(config, Op::tensors);
+  static constexpr int min_ctas_per_sm =
+      unbounded ? 1 : ctas_per_sm(config, Op::tensors, sizeof(typename Op::value_type));
 };
 
 template <class Op, int V, int Config>
@@ -139,19 +140,20 @@ struct tile_share {
   static constexpr std::int64_t tile = std::int64_t{tpr} * shape::slots;  // windows per tile
   using kept =
       stash<fragment, tpr, static_cast<int>(stash_tile_bytes(shape::config, Op::tensors) / tpr)>;
-  static constexpr bool keep_last = keeps_last_tile(Op::tensors, sizeof(typename Op::value_type));
+  static constexpr bool keep_last =
+      keeps_last_tile(shape::config, Op::tensors, sizeof(typename Op::value_type));
 
   /// Whether a split CTA's share of `tiles` tiles takes L2 hints: rows of hints_second_reads
-  /// (fp32, which keep their last tile in registers) that read some other tiles twice. The first
-  /// loads of those evict last and every other load and store of the share evicts first, so that L2
-  /// keeps them for their second read (which evicts first, so that no line is left to evict last
-  /// after the kernel). On the H200 (rows*cols = 2^27) fp32 forward 2^24 columns ran at 72% of copy
-  /// against 66%, fp32 backward 2^23 at 74.5% against 69%. Hinted, rows that read no tile twice,
-  /// or only the last they load (16-bit forward, whose kernel also spilled so), ran 1-3.5 points
-  /// slower, and streaming rows up to 5; 16-bit backward rows 2^24 gained 4.5 points, but the
-  /// hinted copy of the loops doubled the kernel's code and its rows of 2^20-2^23 columns, not
-  /// hinted, lost 0.5-3.5 (README, "Tuning notes" 45).
-  static constexpr bool hintable = hints_second_reads(Op::tensors, sizeof(typename Op::value_type));
+  /// (fp32) that read tiles other than their register tile twice. The first loads of those evict
+  /// last and every other load and store of the share evicts first, so that L2 keeps them for
+  /// their second read (which evicts first, so that no line is left to evict last after the
+  /// kernel). On the H200 (rows*cols = 2^27) fp32 forward 2^24 columns ran at 72% of copy against
+  /// 66%, fp32 backward 2^23 at 74.5% against 69%. Hinted, rows that read no tile twice, or only
+  /// the last they load (16-bit forward before it kept a register tile, whose kernel also spilled
+  /// so), ran 1-3.5 points slower, and streaming rows up to 5; 16-bit backward rows 2^24 gained
+  /// 4.5 points, but the hinted copy of the loops doubled the kernel's code and its rows of
+  /// 2^20-2^23 columns, not hinted, lost 0.5-3.5 (README, "Tuning notes" 45).
+  static constexpr bool hintable = hints_second_reads(sizeof(typename Op::value_type));
   __device__ static bool hinted(std::int64_t tiles, int stash_tiles) {
     return hintable && tiles > stash_tiles + 1;
   }
