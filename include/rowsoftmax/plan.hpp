@@ -262,7 +262,7 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_tile_bytes(kernel_config con
 /// registers between the passes: all but 16-bit forward streaming, whose fold takes the
 /// registers (keeping it there spilled). The 16-bit forward split CTA keeps it at two CTAs an
 /// SM (ctas_per_sm): on the H200 (rows*cols = 2^27) bf16 2^22 columns ran at 68% of copy in 4
-/// rows of 66 CTAs against 65% in 3 rows of 132 CTAs of three an SM without it, 2^24 at 65.5%
+/// rows of 66 CTAs against 65% in 3 rows of 132 CTAs of three an SM without it, 2^24 at 65%
 /// against 62% (README, "Tuning notes" 47).
 ROWSOFTMAX_HOST_DEVICE constexpr bool keeps_last_tile(kernel_config const& c, int tensors,
                                                       std::size_t elem_size) noexcept {
@@ -543,7 +543,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // a row at least two: 16-bit forward rows staged where the device holds four of them in shared
   // memory (H200, rows*cols = 2^27: 2^20 columns at 72-73% of copy, against 68% split and 65-67%
   // streaming), else split (fp32 forward 600000 to 3M columns: 70-79% against the staged split's
-  // 65-73%; 16-bit forward 2^23 and 2^24 columns: 66% and 62% against streaming's 55% and 46%;
+  // 65-73%; 16-bit forward 2^23 and 2^24 columns: 66.5% and 65% against streaming's 55% and 46%;
   // README, "Tuning notes").
   const plan streaming =
       make_streaming_plan(dir, layout, rows, windows, elem_size, limits, max_cluster);
