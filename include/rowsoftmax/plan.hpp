@@ -182,19 +182,31 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t staging_bytes(kernel_config const&
   return std::int64_t{c.bytes} * c.threads_per_cta;
 }
 
+/// Whether a streaming or split CTA of configuration `c` keeps the last tile of its share in
+/// registers between the passes: all but 16-bit forward streaming, whose fold takes the
+/// registers (keeping it there spilled). The 16-bit forward split CTA keeps it at two CTAs an
+/// SM (ctas_per_sm): on the H200 (rows*cols = 2^27) bf16 2^22 columns ran at 68% of copy in 4
+/// rows of 66 CTAs against 65% in 3 rows of 132 CTAs of three an SM without it, 2^24 at 65%
+/// against 62% (README, "Tuning notes" 47).
+ROWSOFTMAX_HOST_DEVICE constexpr bool keeps_last_tile(kernel_config const& c, int tensors,
+                                                      std::size_t elem_size) noexcept {
+  return tensors == 2 || elem_size == 4 || c.algo == algorithm::split;
+}
+
 /// CTAs of a configuration an SM runs at once for rows of `tensors` input tensors of
 /// `elem_size`-byte elements, as its kernels' register bound sets them: the row data a thread
-/// holds plus 48 registers (kernels.cuh). 16-bit forward split CTAs count their row data twice:
-/// they keep a tile in registers (keeps_last_tile) beside the one they load and fold, and their
-/// kernel so spilled 224 bytes at the 80 registers of three CTAs an SM, none at the 128 of two
-/// (ptxas, sm_90). Staged CTAs hold their row data in shared memory instead: as many as an SM's
-/// shared memory holds (device_limits' default, that of Hopper), and a register bound to match.
+/// holds plus 48 registers (kernels.cuh). 16-bit forward CTAs that keep a tile in registers
+/// (keeps_last_tile: the split ones) count their row data twice, the kept tile beside the one
+/// they load and fold: their kernel spilled 224 bytes at the 80 registers of three CTAs an SM,
+/// none at the 128 of two (ptxas, sm_90). Staged CTAs hold their row data in shared memory instead:
+/// as many as an SM's shared memory holds (device_limits' default, that of Hopper), and a register
+/// bound to match.
 constexpr int ctas_per_sm(kernel_config const& c, int tensors, std::size_t elem_size) noexcept {
   if (stages(c))
     return static_cast<int>(device_limits{}.shared_bytes_per_sm /
                             (staging_bytes(c) + cta_smem_reserve));
-  const bool packed_split = c.algo == algorithm::split && tensors == 1 && elem_size == 2;
-  const int data = c.bytes / 4 * (packed_split ? 2 : tensors);
+  const bool packed_tile = tensors == 1 && elem_size == 2 && keeps_last_tile(c, tensors, elem_size);
+  const int data = c.bytes / 4 * (packed_tile ? 2 : tensors);
   const int bound = 65536 / (c.threads_per_cta * (data + 48));
   return bound > 1 ? bound : 1;
 }
@@ -256,17 +268,6 @@ constexpr plan with_groups(plan p, std::int64_t groups, std::int64_t ctas) noexc
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_tile_bytes(kernel_config const& c,
                                                                int tensors) noexcept {
   return std::int64_t{c.bytes * tensors + 16} * c.threads_per_cta;
-}
-
-/// Whether a streaming or split CTA of configuration `c` keeps the last tile of its share in
-/// registers between the passes: all but 16-bit forward streaming, whose fold takes the
-/// registers (keeping it there spilled). The 16-bit forward split CTA keeps it at two CTAs an
-/// SM (ctas_per_sm): on the H200 (rows*cols = 2^27) bf16 2^22 columns ran at 68% of copy in 4
-/// rows of 66 CTAs against 65% in 3 rows of 132 CTAs of three an SM without it, 2^24 at 65%
-/// against 62% (README, "Tuning notes" 47).
-ROWSOFTMAX_HOST_DEVICE constexpr bool keeps_last_tile(kernel_config const& c, int tensors,
-                                                      std::size_t elem_size) noexcept {
-  return tensors == 2 || elem_size == 4 || c.algo == algorithm::split;
 }
 
 /// Whether a split CTA that reads tiles of its share twice gives its accesses L2 hints, so that
