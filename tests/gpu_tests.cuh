@@ -56,23 +56,24 @@ row_layout layout_for(shape const& s) {
   return {1, false};
 }
 
-/// Every cols in 1..2^20 at which the plan for `layout` changes configuration, cluster size
-/// or (within one CTA) threads per row, with its neighbour below.
+/// Every cols in 1..`most` at which the plan for `rows` rows of `layout` changes configuration,
+/// cluster size or (within one CTA) threads per row, with its neighbour below.
 template <class T>
-std::vector<std::int64_t> plan_thresholds(row_layout layout) {
+std::vector<std::int64_t> plan_thresholds(row_layout layout, std::int64_t rows,
+                                          std::int64_t most = std::int64_t{1} << 20) {
   int device = 0;
   device_limits limits;
   if (cudaGetDevice(&device) != cudaSuccess || query_device_limits(device, &limits) != cudaSuccess)
     return {};
   std::vector<std::int64_t> out;
   auto key = [&](direction dir, std::int64_t cols) {
-    const plan p = plan_for<T>(dir, 3, cols, layout, limits);
+    const plan p = plan_for<T>(dir, rows, cols, layout, limits);
     return std::tuple(p.config, p.cluster_size, p.cluster_size > 1 ? 0 : p.threads_per_row,
                       p.stash_tiles);
   };
   for (direction dir : {direction::forward, direction::backward}) {
     auto previous = key(dir, 1);
-    for (std::int64_t cols = 2; cols <= (std::int64_t{1} << 20); ++cols) {
+    for (std::int64_t cols = 2; cols <= most; ++cols) {
       const auto k = key(dir, cols);
       if (k != previous) {
         out.push_back(cols - 1);
@@ -117,13 +118,33 @@ TYPED_TEST_P(Gpu, ShapeTable) {
     }
 }
 
+/// The fewest rows of `cols` whose launch takes more than two 128-thread CTAs an SM (16 KB of a
+/// row each), above which forward rows leave those CTAs (see plan_for); at least 3.
+inline std::int64_t rows_past_few(row_layout layout, std::int64_t cols,
+                                  device_limits const& limits) {
+  const std::int64_t windows =
+      detail::ceil_div(cols + (layout.shifted ? layout.vec - 1 : 0), layout.vec);
+  return std::max<std::int64_t>(
+      3, 2 * std::int64_t{limits.sm_count} / detail::ceil_div(windows, 1024) + 1);
+}
+
 // cols just below and at every point where the plan changes (register tiers, cluster sizes,
 // the wide cluster, streaming), for each layout; rows 3, and a partial last CTA for small rows.
+// Then, forward, the points where it changes for launches of more than two 128-thread CTAs an SM
+// (a few rows take the most such CTAs, up to 16), up to 17 such CTAs' elements: the staged tier
+// and the 256-thread clusters that launches of a few rows do not choose; each with the fewest
+// rows that make such a launch (backward plans there do not depend on the rows).
 TYPED_TEST_P(Gpu, TierThresholds) {
   using T = TypeParam;
+  int device = 0;
+  ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
+  device_limits limits;
+  ROWSOFTMAX_CUDA_OK(query_device_limits(device, &limits));
+  const std::int64_t many = 2 * std::int64_t{limits.sm_count} / 3 + 1;       // 3 CTAs a row
+  const std::int64_t narrow = 16384 / static_cast<std::int64_t>(sizeof(T));  // a 128-thread CTA
   for (int l = 0; l < 3; ++l) {
     const row_layout layout = layout_for<T>(layouts<T>(3, 64)[static_cast<std::size_t>(l)]);
-    const auto cols_list = plan_thresholds<T>(layout);
+    const auto cols_list = plan_thresholds<T>(layout, 3);
     ASSERT_FALSE(cols_list.empty());
     for (std::int64_t cols : cols_list) {
       for (std::int64_t rows :
@@ -134,6 +155,18 @@ TYPED_TEST_P(Gpu, TierThresholds) {
         check_forward<T>(s, seed_of(cols, rows, l));
         check_backward<T>(s, seed_of(cols, rows, l + 3));
       }
+    }
+    if (layout.vec == 1) continue;  // the scalar fallback has no 128-thread clusters
+    for (std::int64_t cols : plan_thresholds<T>(layout, many, 17 * narrow)) {
+      if (cols <= 4096) continue;  // above, with 131 rows
+      const std::int64_t rows = rows_past_few(layout, cols, limits);
+      const plan a = plan_for<T>(direction::forward, rows, cols, layout, limits);
+      const plan b = plan_for<T>(direction::forward, many, cols, layout, limits);
+      ASSERT_EQ(a.config, b.config) << to_string(a) << " / " << to_string(b);
+      ASSERT_EQ(a.cluster_size, b.cluster_size) << to_string(a) << " / " << to_string(b);
+      const shape s = layouts<T>(rows, cols)[static_cast<std::size_t>(l)];
+      ASSERT_EQ(layout_for<T>(s).shifted, layout.shifted);
+      check_forward<T>(s, seed_of(cols, rows, l));
     }
   }
 }
@@ -251,8 +284,9 @@ TYPED_TEST_P(Gpu, LongRowsStream) {
 }
 
 // Plans that only full launches (more CTAs than SMs) choose: fp32 forward rows of more than 8
-// 128-byte CTAs in wide clusters, 16-bit backward rows of 10..15 cluster CTAs streamed through
-// half as many (one stashed tile each); 16-bit forward rows are staged (10..15 CTAs here).
+// 128-byte CTAs in wide clusters (also in launches of more CTAs than three quarters of the SMs),
+// 16-bit backward rows of 10..15 cluster CTAs streamed through half as many (one stashed tile
+// each); 16-bit forward rows are staged (10..15 CTAs here).
 // 17 rows, every layout.
 TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
   using T = TypeParam;
@@ -428,6 +462,18 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
     for (shape s : layouts<T>(3, cols)) {
       check_forward<T>(s, seed_of(cols, s.out_offset, 15));
       check_backward<T>(s, seed_of(cols, s.out_offset, 16));
+    }
+  // Forward rows in launches past a few rows' (the staged tier, 16-bit; fp32 wide clusters).
+  int device = 0;
+  ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
+  device_limits limits;
+  ROWSOFTMAX_CUDA_OK(query_device_limits(device, &limits));
+  for (std::int64_t cols : {16385, 50257})
+    for (int l = 0; l < 2; ++l) {
+      const row_layout layout = layout_for<T>(layouts<T>(3, cols)[static_cast<std::size_t>(l)]);
+      const shape s =
+          layouts<T>(rows_past_few(layout, cols, limits), cols)[static_cast<std::size_t>(l)];
+      check_forward<T>(s, seed_of(cols, s.rows, 23));
     }
   launcher<T> with_workspace;  // the split tier backward, the staged split tier forward
   with_workspace.workspace = true;

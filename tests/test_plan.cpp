@@ -209,24 +209,81 @@ TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
   EXPECT_EQ(a.cluster_size, 1);
 }
 
-TEST(Plan, WideForwardClustersOnlyForFullLaunchesOfLongRows) {
+TEST(Plan, WideForwardClustersForLongRowsInLaunchesOverThreeQuartersOfTheSms) {
   const auto plan = [](rs::direction dir, std::int64_t rows, std::int64_t cols) {
     return rs::plan_for(dir, rows, cols, 4, {4, false}, h200);
   };
   // fp32 forward at 128256 columns: 16 CTAs of 128 bytes a thread, or 8 of 256.
-  for (std::int64_t rows : {1, 8}) {  // 16 or 128 CTAs: no more than the SMs, the most CTAs
+  for (std::int64_t rows : {1, 4, 6}) {  // up to 96 CTAs: no more than 3/4 of the SMs (99)
     EXPECT_EQ(plan(rs::direction::forward, rows, 128256).cluster_size, 16);
     EXPECT_EQ(plan(rs::direction::forward, rows, 128256).vecs_per_thread, 8);
   }
-  for (std::int64_t rows : {9, 64, 1046}) {
+  for (std::int64_t rows : {7, 8, 9, 64, 1046}) {
     EXPECT_EQ(plan(rs::direction::forward, rows, 128256).cluster_size, 8);
     EXPECT_EQ(plan(rs::direction::forward, rows, 128256).vecs_per_thread, 16);
   }
+  // 100000 columns: 13 CTAs of 128 bytes a thread up to 7 rows (91 CTAs), then 7 of 256.
+  EXPECT_EQ(plan(rs::direction::forward, 7, 100000).cluster_size, 13);
+  EXPECT_EQ(plan(rs::direction::forward, 8, 100000).cluster_size, 7);
+  EXPECT_EQ(plan(rs::direction::forward, 8, 100000).vecs_per_thread, 16);
   // Backward keeps 128 bytes a thread a tensor; 8 CTAs of them stay so in every direction.
   EXPECT_EQ(plan(rs::direction::backward, 1046, 128256).cluster_size, 16);
   EXPECT_EQ(plan(rs::direction::backward, 1046, 128256).vecs_per_thread, 8);
+  EXPECT_EQ(plan(rs::direction::backward, 8, 128256).cluster_size, 16);
   EXPECT_EQ(plan(rs::direction::forward, 1046, 65536).cluster_size, 8);
   EXPECT_EQ(plan(rs::direction::forward, 1046, 65536).vecs_per_thread, 8);
+}
+
+TEST(Plan, FewForwardRowsTakeTheMost128ThreadCtas) {
+  // Forward rows beyond one CTA, in launches of at most two 128-thread CTAs an SM (264 on the
+  // H200): the fewest such CTAs (16 KB of the row each) that hold the row, up to 16.
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
+    const int vec = static_cast<int>(16 / elem);
+    const std::int64_t narrow = 16384 / static_cast<std::int64_t>(elem);  // elements a CTA holds
+    for (bool shifted : {false, true})
+      for (std::int64_t cols = 2 * narrow - 64; cols <= 16 * narrow; cols += 61) {
+        const std::int64_t windows = rs::detail::ceil_div(cols + (shifted ? vec - 1 : 0), vec);
+        const std::int64_t n = rs::detail::ceil_div(windows, 128 * 8);
+        if (windows <= 256 * 8 || n > 16) continue;  // one 256-thread CTA holds it; or 17 CTAs
+        for (std::int64_t rows : {std::int64_t{1}, 264 / n, 264 / n + 1}) {
+          const auto p =
+              rs::plan_for(rs::direction::forward, rows, cols, elem, {vec, shifted}, h200);
+          SCOPED_TRACE("elem=" + std::to_string(elem) + " rows=" + std::to_string(rows) +
+                       " cols=" + std::to_string(cols) + " " + rs::to_string(p));
+          if (rows * n <= 264) {
+            ASSERT_EQ(p.config, rs::detail::narrow_cluster_config);
+            ASSERT_EQ(p.cluster_size, n);
+            ASSERT_EQ(p.threads_per_cta, 128);
+          } else if (elem == 2) {
+            ASSERT_NE(p.config, rs::detail::narrow_cluster_config);  // staged
+          }
+        }
+      }
+  }
+  const auto fwd = [](std::int64_t rows, std::int64_t cols, std::size_t elem,
+                      rs::device_limits d = h200) {
+    return rs::plan_for(rs::direction::forward, rows, cols, elem, {int(16 / elem), false}, d);
+  };
+  // 50257 16-bit columns: 7 CTAs up to 37 rows (259), then two staged CTAs of 64 KB.
+  EXPECT_EQ(fwd(37, 50257, 2).config, rs::detail::narrow_cluster_config);
+  EXPECT_EQ(fwd(37, 50257, 2).cluster_size, 7);
+  EXPECT_EQ(fwd(38, 50257, 2).config, rs::detail::wide_staged_config);
+  EXPECT_EQ(fwd(38, 50257, 2).cluster_size, 2);
+  // fp32 32000 columns: 8 CTAs up to 33 rows, then 4 of 256 threads.
+  EXPECT_EQ(fwd(33, 32000, 4).cluster_size, 8);
+  EXPECT_EQ(fwd(34, 32000, 4).cluster_size, 4);
+  EXPECT_EQ(fwd(34, 32000, 4).threads_per_cta, 256);
+  // Rows that 16 such CTAs do not hold, or fewer allowed: as planned otherwise.
+  EXPECT_EQ(fwd(1, 16 * 8192 + 1, 2).algo, algorithm::staged);
+  EXPECT_EQ(fwd(1, 65537, 4).threads_per_cta, 256);
+  EXPECT_EQ(fwd(1, 65536, 4, hopper_portable).config, rs::detail::cluster_config);
+  EXPECT_EQ(fwd(1, 65536, 4, hopper_portable).cluster_size, 8);
+  EXPECT_EQ(fwd(1, 32000, 4, hopper_portable).config, rs::detail::narrow_cluster_config);
+  EXPECT_EQ(fwd(1, 32000, 4, a100).cluster_size, 1);
+  // Backward keeps the CTAs of 256 threads (where they leave no more slots idle).
+  const auto b = rs::plan_for(rs::direction::backward, 1, 32000, 2, {8, false}, h200);
+  EXPECT_EQ(b.config, rs::detail::cluster_config);
+  EXPECT_EQ(b.cluster_size, 2);
 }
 
 TEST(Plan, SixteenBitBackwardStreamsRowsOfTenToFifteenClusterCtas) {
@@ -270,7 +327,8 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
   };
   const std::int64_t cta = 16384;  // elements a staged CTA holds: 256 threads x 8 x 16 bytes
   EXPECT_EQ(fwd(1046, cta).algo, algorithm::registers);
-  for (std::int64_t rows : {1, 8, 64, 1046})
+  // Launches of more than two 128-thread CTAs an SM (fewer rows: see the test above).
+  for (std::int64_t rows : {89, 1046})
     for (bool shifted : {false, true})
       for (std::int64_t cols :
            {cta + 1, 2 * cta, 2 * cta + 1, std::int64_t{32000}, std::int64_t{52432},

@@ -449,20 +449,22 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// Pure and constexpr: depends only on its arguments. Rows that one 256-thread CTA holds
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
 /// that holds them (sub-warp rows share a warp); longer rows the fewest CTAs of a cluster (up
-/// to `limits.max_cluster_size`) that hold them: 16-bit forward rows in shared memory (staged,
-/// 32 KB a CTA, or 64 KB beyond 16 of those); others in registers, first at 128 bytes a thread
-/// (CTAs of 256 threads, or of 128 where they leave fewer slots idle), then, forward only, at 256
-/// (also where 128 bytes a thread would take more than 8 CTAs a row and more CTAs than SMs in all);
-/// without clusters, one 512-thread CTA. 16-bit backward rows that would take 10 to 15 CTAs of 256
-/// threads, in launches of more CTAs than SMs, stream instead (read once, half the CTAs). Longer
-/// rows stream in tiles through the fewest CTAs of a cluster (or one CTA) that keep the row on chip
-/// (registers and a shared-memory stash), or through as many as allowed, reading the overflow
-/// twice; `with_workspace` (the launchers given a workspace) they are split over many CTAs
-/// instead: 16-bit forward rows of which the device holds four in shared memory staged (see
-/// `algorithm::staged_split`, sm_90), other rows with their tiles in registers and stashes (see
-/// `algorithm::split`). The scalar fallback (`layout.vec == 1`, 32 elements a thread of any type)
-/// has the one-CTA configurations and streams beyond (or splits, given a workspace). Streaming
-/// and split size their stashes and groups by the direction's tensors.
+/// to `limits.max_cluster_size`) that hold them: forward rows in launches of a few rows (at most
+/// two CTAs an SM) in 128-thread CTAs at 128 bytes a thread, the most CTAs; other 16-bit forward
+/// rows in shared memory (staged, 32 KB a CTA, or 64 KB beyond 16 of those); others in
+/// registers, first at 128 bytes a thread (CTAs of 256 threads, or of 128 where they leave fewer
+/// slots idle), then, forward only, at 256 (also where 128 bytes a thread would take more than 8
+/// CTAs a row and more CTAs than 3/4 of the SMs in all); without clusters, one 512-thread CTA.
+/// 16-bit backward rows that would take 10 to 15 CTAs of 256 threads, in launches of more CTAs than
+/// SMs, stream instead (read once, half the CTAs). Longer rows stream in tiles through the fewest
+/// CTAs of a cluster (or one CTA) that keep the row on chip (registers and a shared-memory stash),
+/// or through as many as allowed, reading the overflow twice; `with_workspace` (the launchers given
+/// a workspace) they are split over many CTAs instead: 16-bit forward rows of which the device
+/// holds four in shared memory staged (see `algorithm::staged_split`, sm_90), other rows with their
+/// tiles in registers and stashes (see `algorithm::split`). The scalar fallback (`layout.vec == 1`,
+/// 32 elements a thread of any type) has the one-CTA configurations and streams beyond (or splits,
+/// given a workspace). Streaming and split size their stashes and groups by the direction's
+/// tensors.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits,
@@ -481,6 +483,23 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   if (vec > 1) {
     if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
       return make_plan(wide_cta_config, layout, rows, windows, elem_size);
+    // CTAs of `config` a row needs.
+    auto ctas = [&](int config) { return ceil_div(windows, capacity(config, 1)); };
+    // A launch of more CTAs than SMs when each row takes `n`: the device is full.
+    auto full = [&](std::int64_t n) { return rows * n > limits.sm_count; };
+    // Forward, a few rows (decode-time sampling over a vocabulary): where CTAs of 128 threads at
+    // 128 bytes a thread (16 KB of the row) hold the row in a cluster, and the launch of them
+    // comes to at most two an SM, the most CTAs. On the H200 (median of queued launches, rows
+    // 1..64 x cols 16385..128256) they were as fast as or faster than the staged and 256-thread
+    // clusters planned below wherever that held (16-bit 50257 columns, rows 32: 6.5 us in 7
+    // CTAs against 8.6 in 2 staged ones of 64 KB; fp32 32000, rows 32: 6.05 against 6.56 in 4
+    // CTAs of 256 threads), and in fuller launches often slower (16-bit 100000 and 128256
+    // columns, rows 32-64; README, "Tuning notes" 49).
+    auto few = [&](std::int64_t n) { return rows * n <= 2 * std::int64_t{limits.sm_count}; };
+    if (dir == direction::forward && max_cluster >= 2 &&
+        ctas(narrow_cluster_config) <= max_cluster && few(ctas(narrow_cluster_config)))
+      return make_plan(narrow_cluster_config, layout, rows, windows, elem_size,
+                       static_cast<int>(ctas(narrow_cluster_config)));
     // 16-bit forward: the fewest staged CTAs that hold the row, of 32 KB (16K elements), or
     // of 64 KB where those do not. Their registers free of row data, an SM runs 6 (or 3) such
     // CTAs with 192 KB of the row in flight, against the register clusters' 3 CTAs with 96 KB,
@@ -508,9 +527,6 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     }
     // The fewest CTAs of 256 threads, or of 128 where that leaves fewer idle slots (a row just
     // above a multiple of 256 threads' registers).
-    auto ctas = [&](int config) { return ceil_div(windows, capacity(config, 1)); };
-    // A launch of more CTAs than SMs when each row takes `n`: the device is full.
-    auto full = [&](std::int64_t n) { return rows * n > limits.sm_count; };
     const bool held = max_cluster >= 2 && windows <= capacity(cluster_config, max_cluster);
     const bool narrow = ctas(narrow_cluster_config) <= max_cluster &&
                         ctas(narrow_cluster_config) * capacity(narrow_cluster_config, 1) <
@@ -518,13 +534,15 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     const int config = narrow ? narrow_cluster_config : cluster_config;
     // Forward only (fp32 in practice: 16-bit forward is staged above where clusters are), 256
     // bytes a thread: rows those CTAs do not hold, and rows of more than 8 of them in launches
-    // of more CTAs than SMs (twice the bytes in flight a thread, at two CTAs an SM instead of
-    // three: fp32 at 128256 columns ran at 96% of copy against 89%; a row or a few keep the
-    // most CTAs). Backward's two tensors at 256 bytes a thread leave one CTA an SM (fp32
+    // of more CTAs than three quarters of the SMs (twice the bytes in flight a thread, at two
+    // CTAs an SM instead of three: fp32 at 128256 columns ran at 96% of copy against 89%; rows 8,
+    // 6.5 us against 7.0; but rows 5, 80 CTAs of 16 a row, 5.8 against 6.5 in 8; README, "Tuning
+    // notes" 49). Backward's two tensors at 256 bytes a thread leave one CTA an SM (fp32
     // backward at 151936 columns ran at 60% of copy), and streaming keeps such rows on chip at
     // two CTAs an SM (README, "Tuning notes").
     const bool wide =
-        dir == direction::forward && (!held || (ctas(config) > 8 && full(ctas(config))));
+        dir == direction::forward &&
+        (!held || (ctas(config) > 8 && 4 * rows * ctas(config) > 3 * limits.sm_count));
     if (max_cluster >= 2 && wide && windows <= capacity(wide_cluster_config, max_cluster))
       return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
                        static_cast<int>(ctas(wide_cluster_config)));
