@@ -133,7 +133,9 @@ inline std::int64_t rows_past_few(row_layout layout, std::int64_t cols,
 // Then, forward, the points where it changes for launches of more than two 128-thread CTAs an SM
 // (a few rows take the most such CTAs, up to 16), up to 17 such CTAs' elements: the staged tier
 // and the 256-thread clusters that launches of a few rows do not choose; each with the fewest
-// rows that make such a launch (backward plans there do not depend on the rows).
+// rows that make such a launch, and with those rows (more than 8 128-thread CTAs an SM for
+// fp32 rows of more than 8 of them: wide clusters) where their plan differs (backward plans
+// there do not depend on the rows).
 TYPED_TEST_P(Gpu, TierThresholds) {
   using T = TypeParam;
   int device = 0;
@@ -159,14 +161,17 @@ TYPED_TEST_P(Gpu, TierThresholds) {
     if (layout.vec == 1) continue;  // the scalar fallback has no 128-thread clusters
     for (std::int64_t cols : plan_thresholds<T>(layout, many, 17 * narrow)) {
       if (cols <= 4096) continue;  // above, with 131 rows
-      const std::int64_t rows = rows_past_few(layout, cols, limits);
-      const plan a = plan_for<T>(direction::forward, rows, cols, layout, limits);
-      const plan b = plan_for<T>(direction::forward, many, cols, layout, limits);
-      ASSERT_EQ(a.config, b.config) << to_string(a) << " / " << to_string(b);
-      ASSERT_EQ(a.cluster_size, b.cluster_size) << to_string(a) << " / " << to_string(b);
-      const shape s = layouts<T>(rows, cols)[static_cast<std::size_t>(l)];
-      ASSERT_EQ(layout_for<T>(s).shifted, layout.shifted);
-      check_forward<T>(s, seed_of(cols, rows, l));
+      const std::int64_t past = rows_past_few(layout, cols, limits);
+      for (std::int64_t rows : {past, many}) {
+        const plan a = plan_for<T>(direction::forward, past, cols, layout, limits);
+        const plan b = plan_for<T>(direction::forward, many, cols, layout, limits);
+        if (rows == many && past != many && a.config == b.config &&
+            a.cluster_size == b.cluster_size)
+          continue;  // the same configuration, checked with fewer rows
+        const shape s = layouts<T>(rows, cols)[static_cast<std::size_t>(l)];
+        ASSERT_EQ(layout_for<T>(s).shifted, layout.shifted);
+        check_forward<T>(s, seed_of(cols, rows, l));
+      }
     }
   }
 }
@@ -463,16 +468,16 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
       check_forward<T>(s, seed_of(cols, s.out_offset, 15));
       check_backward<T>(s, seed_of(cols, s.out_offset, 16));
     }
-  // Forward rows in launches past a few rows' (the staged tier, 16-bit; fp32 wide clusters).
+  // Forward rows in launches of more than two 128-thread CTAs an SM for any row beyond one
+  // 256-thread CTA (3 such CTAs a row; fp32 50257: 13 a row, more than 8 an SM): the staged tier
+  // (16-bit) and wide clusters (fp32 50257).
   int device = 0;
   ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
-  device_limits limits;
-  ROWSOFTMAX_CUDA_OK(query_device_limits(device, &limits));
+  int sms = 0;
+  ROWSOFTMAX_CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   for (std::int64_t cols : {16385, 50257})
     for (int l = 0; l < 2; ++l) {
-      const row_layout layout = layout_for<T>(layouts<T>(3, cols)[static_cast<std::size_t>(l)]);
-      const shape s =
-          layouts<T>(rows_past_few(layout, cols, limits), cols)[static_cast<std::size_t>(l)];
+      const shape s = layouts<T>(2 * sms / 3 + 1, cols)[static_cast<std::size_t>(l)];
       check_forward<T>(s, seed_of(cols, s.rows, 23));
     }
   launcher<T> with_workspace;  // the split tier backward, the staged split tier forward

@@ -209,7 +209,7 @@ TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
   EXPECT_EQ(a.cluster_size, 1);
 }
 
-TEST(Plan, WideForwardClustersForLongRowsInLaunchesOverThreeQuartersOfTheSms) {
+TEST(Plan, WideForwardClustersForLongRowsInFullerLaunches) {
   const auto plan = [](rs::direction dir, std::int64_t rows, std::int64_t cols) {
     return rs::plan_for(dir, rows, cols, 4, {4, false}, h200);
   };
@@ -226,6 +226,16 @@ TEST(Plan, WideForwardClustersForLongRowsInLaunchesOverThreeQuartersOfTheSms) {
   EXPECT_EQ(plan(rs::direction::forward, 7, 100000).cluster_size, 13);
   EXPECT_EQ(plan(rs::direction::forward, 8, 100000).cluster_size, 7);
   EXPECT_EQ(plan(rs::direction::forward, 8, 100000).vecs_per_thread, 16);
+  // 50257 columns, aligned: 13 CTAs of 128 threads (fewer idle slots than 7 of 256) up to 81
+  // rows (1053 CTAs, 8 an SM), then 4 of 256 bytes a thread.
+  for (std::int64_t rows : {1, 20, 21, 40, 81}) {
+    EXPECT_EQ(plan(rs::direction::forward, rows, 50257).config, rs::detail::narrow_cluster_config);
+    EXPECT_EQ(plan(rs::direction::forward, rows, 50257).cluster_size, 13);
+  }
+  for (std::int64_t rows : {82, 2670}) {
+    EXPECT_EQ(plan(rs::direction::forward, rows, 50257).config, rs::detail::wide_cluster_config);
+    EXPECT_EQ(plan(rs::direction::forward, rows, 50257).cluster_size, 4);
+  }
   // Backward keeps 128 bytes a thread a tensor; 8 CTAs of them stay so in every direction.
   EXPECT_EQ(plan(rs::direction::backward, 1046, 128256).cluster_size, 16);
   EXPECT_EQ(plan(rs::direction::backward, 1046, 128256).vecs_per_thread, 8);

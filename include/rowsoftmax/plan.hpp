@@ -454,7 +454,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// rows in shared memory (staged, 32 KB a CTA, or 64 KB beyond 16 of those); others in
 /// registers, first at 128 bytes a thread (CTAs of 256 threads, or of 128 where they leave fewer
 /// slots idle), then, forward only, at 256 (also where 128 bytes a thread would take more than 8
-/// CTAs a row and more CTAs than 3/4 of the SMs in all); without clusters, one 512-thread CTA.
+/// CTAs a row and more CTAs than 3/4 of the SMs in all, or, CTAs of 128 threads, more than 8 an
+/// SM); without clusters, one 512-thread CTA.
 /// 16-bit backward rows that would take 10 to 15 CTAs of 256 threads, in launches of more CTAs than
 /// SMs, stream instead (read once, half the CTAs). Longer rows stream in tiles through the fewest
 /// CTAs of a cluster (or one CTA) that keep the row on chip (registers and a shared-memory stash),
@@ -536,13 +537,16 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // bytes a thread: rows those CTAs do not hold, and rows of more than 8 of them in launches
     // of more CTAs than three quarters of the SMs (twice the bytes in flight a thread, at two
     // CTAs an SM instead of three: fp32 at 128256 columns ran at 96% of copy against 89%; rows 8,
-    // 6.5 us against 7.0; but rows 5, 80 CTAs of 16 a row, 5.8 against 6.5 in 8; README, "Tuning
-    // notes" 49). Backward's two tensors at 256 bytes a thread leave one CTA an SM (fp32
-    // backward at 151936 columns ran at 60% of copy), and streaming keeps such rows on chip at
-    // two CTAs an SM (README, "Tuning notes").
+    // 6.5 us against 7.0; but rows 5, 80 CTAs of 16 a row, 5.8 against 6.5 in 8), or, where
+    // those are CTAs of 128 threads, of more than 8 an SM (fp32 50257 and 60000 columns in 13
+    // and 15 of them: rows 24-64 0.1-1.2 us faster than in 4 wide CTAs, rows 128 0.1-0.2 us
+    // slower, rows 512 and more 0.1-2.2% slower; README, "Tuning notes" 49). Backward's two tensors
+    // at 256 bytes a thread leave one CTA an SM (fp32 backward at 151936 columns ran at 60% of
+    // copy), and streaming keeps such rows on chip at two CTAs an SM (README, "Tuning notes").
+    const std::int64_t launch = rows * ctas(config), sms = limits.sm_count;
     const bool wide =
         dir == direction::forward &&
-        (!held || (ctas(config) > 8 && 4 * rows * ctas(config) > 3 * limits.sm_count));
+        (!held || (ctas(config) > 8 && (narrow ? launch > 8 * sms : 4 * launch > 3 * sms)));
     if (max_cluster >= 2 && wide && windows <= capacity(wide_cluster_config, max_cluster))
       return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
                        static_cast<int>(ctas(wide_cluster_config)));
