@@ -120,12 +120,13 @@ TYPED_TEST_P(Gpu, ShapeTable) {
 
 /// The fewest rows of `cols` whose launch takes more than two 128-thread CTAs an SM (16 KB of a
 /// row each), above which forward rows leave those CTAs (see plan_for); at least 3.
-inline std::int64_t rows_past_few(row_layout layout, std::int64_t cols,
-                                  device_limits const& limits) {
-  const std::int64_t windows =
-      detail::ceil_div(cols + (layout.shifted ? layout.vec - 1 : 0), layout.vec);
-  return std::max<std::int64_t>(
-      3, 2 * std::int64_t{limits.sm_count} / detail::ceil_div(windows, 1024) + 1);
+template <class T>
+std::int64_t rows_past_few(row_layout layout, std::int64_t cols, device_limits const& limits) {
+  const std::int64_t windows = plan_for<T>(direction::forward, 1, cols, layout, limits).windows;
+  const std::int64_t ctas = detail::ceil_div(
+      windows, detail::window_capacity(detail::kernel_configs[detail::narrow_cluster_config],
+                                       layout.vec, sizeof(T), 1));
+  return std::max<std::int64_t>(3, 2 * std::int64_t{limits.sm_count} / ctas + 1);
 }
 
 // cols just below and at every point where the plan changes (register tiers, cluster sizes,
@@ -161,7 +162,7 @@ TYPED_TEST_P(Gpu, TierThresholds) {
     if (layout.vec == 1) continue;  // the scalar fallback has no 128-thread clusters
     for (std::int64_t cols : plan_thresholds<T>(layout, many, 17 * narrow)) {
       if (cols <= 4096) continue;  // above, with 131 rows
-      const std::int64_t past = rows_past_few(layout, cols, limits);
+      const std::int64_t past = rows_past_few<T>(layout, cols, limits);
       const plan a = plan_for<T>(direction::forward, past, cols, layout, limits);
       const plan b = plan_for<T>(direction::forward, many, cols, layout, limits);
       std::vector<std::int64_t> rows_list{past};
