@@ -51,6 +51,13 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
   if (p.algo == algorithm::streaming &&
       std::int64_t{p.threads_per_row} * p.vecs_per_thread * (p.cluster_size - 1) >= p.windows)
     return "a CTA without a tile";
+  // Staged: every CTA's share of the widest row (the same in every row, passed to the kernel)
+  // within its slots, and the shares covering the row.
+  if (p.algo == algorithm::staged &&
+      (std::int64_t{rs::detail::share_windows(p)} >
+           std::int64_t{p.threads_per_row} * p.vecs_per_thread ||
+       std::int64_t{rs::detail::share_windows(p)} * p.cluster_size < p.windows))
+    return "a staged share beyond its CTA's slots, or short of the row";
   // Resources.
   if (p.threads_per_cta > 1024 || p.threads_per_cta % 32 != 0) return "CTA size";
   if (p.threads_per_row * p.rows_per_cta != p.threads_per_cta) return "rows per CTA";
@@ -484,6 +491,9 @@ TEST(Plan, StagedSplitFollowsTheDevice) {
             ASSERT_EQ(p.algo, algorithm::staged_split);
             EXPECT_GE(p.split_ctas, need);
             EXPECT_LE(p.split_ctas, 2 * need);
+            // Each CTA's share of the widest row (passed to the kernel) within its 32 KB.
+            EXPECT_LE(rs::detail::share_windows(p), 2048);
+            EXPECT_GE(std::int64_t{rs::detail::share_windows(p)} * p.split_ctas, p.windows);
             EXPECT_LE(p.grid_ctas, resident);
             EXPECT_LE(p.row_groups, rows);
             const std::int64_t most = std::min(rows, resident / need);

@@ -294,6 +294,15 @@ constexpr std::int64_t row_tiles(plan const& p) noexcept {
   return ceil_div(p.windows, std::int64_t{p.threads_per_row} * p.vecs_per_thread);
 }
 
+/// Windows of a row each CTA of a staged or staged split plan `p` holds, the same in every row:
+/// the widest row's over the CTAs that share it (the cluster, or the split group), rounded up;
+/// within a CTA's slots where plan_holds(p).
+constexpr int share_windows(plan const& p) noexcept {
+  const int ctas =
+      kernel_configs[p.config].algo == algorithm::staged_split ? p.split_ctas : p.cluster_size;
+  return static_cast<int>(ceil_div(p.windows, ctas));
+}
+
 /// Tiles a CTA stashes of a share of `share` tiles: those not in registers (`in_registers`:
 /// the last tile, or none), within the `capacity` of its shared memory.
 constexpr int stashed_tiles(std::int64_t share, int in_registers, int capacity) noexcept {

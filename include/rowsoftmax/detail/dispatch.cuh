@@ -276,7 +276,10 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
           static_cast<unsigned*>(workspace),
           reinterpret_cast<tagged_partial*>(static_cast<char*>(workspace) +
                                             split_partials_offset(p.row_groups)),
-          p.row_groups, p.split_ctas, p.stash_tiles};
+          p.row_groups,
+          p.split_ctas,
+          p.stash_tiles,
+          share_windows(p)};
       if constexpr (kernel_configs[C].algo == algorithm::split)  // rank x group (split_kernel)
         lc.gridDim = dim3(static_cast<unsigned>(p.split_ctas), static_cast<unsigned>(p.row_groups));
       lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
@@ -287,8 +290,11 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
     } else if constexpr (kernel_configs[C].algo == algorithm::streaming) {
       lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
       return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size, p.stash_tiles);
+    } else if constexpr (kernel_configs[C].algo == algorithm::staged) {
+      lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
+      return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size, share_windows(p));
     } else {
-      lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);  // 0 but staged
+      lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);  // 0
       return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size);
     }
   });
