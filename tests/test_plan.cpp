@@ -51,13 +51,13 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
   if (p.algo == algorithm::streaming &&
       std::int64_t{p.threads_per_row} * p.vecs_per_thread * (p.cluster_size - 1) >= p.windows)
     return "a CTA without a tile";
-  // Staged: every CTA's share of the widest row (the same in every row, passed to the kernel)
-  // within its slots, and the shares covering the row.
-  if (p.algo == algorithm::staged &&
+  // Clusters (registers, staged): every CTA's share of the widest row (the same in every row,
+  // passed to the kernel) within its slots, and the shares covering the row.
+  if ((p.algo == algorithm::staged || p.algo == algorithm::cluster) &&
       (std::int64_t{rs::detail::share_windows(p)} >
            std::int64_t{p.threads_per_row} * p.vecs_per_thread ||
        std::int64_t{rs::detail::share_windows(p)} * p.cluster_size < p.windows))
-    return "a staged share beyond its CTA's slots, or short of the row";
+    return "a cluster CTA's share beyond its slots, or short of the row";
   // Resources.
   if (p.threads_per_cta > 1024 || p.threads_per_cta % 32 != 0) return "CTA size";
   if (p.threads_per_row * p.rows_per_cta != p.threads_per_cta) return "rows per CTA";

@@ -294,9 +294,10 @@ constexpr std::int64_t row_tiles(plan const& p) noexcept {
   return ceil_div(p.windows, std::int64_t{p.threads_per_row} * p.vecs_per_thread);
 }
 
-/// Windows of a row each CTA of a staged or staged split plan `p` holds, the same in every row:
-/// the widest row's over the CTAs that share it (the cluster, or the split group), rounded up;
-/// within a CTA's slots where plan_holds(p).
+/// Windows of a row each CTA of a register cluster, staged or staged split plan `p` holds, the
+/// same in every row: the widest row's over the CTAs that share it (the cluster, or the split
+/// group), rounded up; within a CTA's slots where plan_holds(p). The launcher passes it to the
+/// kernel, which so divides nothing before its loads.
 constexpr int share_windows(plan const& p) noexcept {
   const int ctas =
       kernel_configs[p.config].algo == algorithm::staged_split ? p.split_ctas : p.cluster_size;

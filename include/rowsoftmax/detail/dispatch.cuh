@@ -290,12 +290,9 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
     } else if constexpr (kernel_configs[C].algo == algorithm::streaming) {
       lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
       return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size, p.stash_tiles);
-    } else if constexpr (kernel_configs[C].algo == algorithm::staged) {
-      lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
+    } else {  // resident and staged: each CTA's share of a row (see share_windows)
+      lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);  // 0 but staged
       return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size, share_windows(p));
-    } else {
-      lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);  // 0
-      return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size);
     }
   });
 }

@@ -18,6 +18,8 @@
 #include <cuda/atomic>
 #include <cuda/ptx>
 
+#include <nv/target>
+
 #include <cstdint>
 #include <cstring>
 
@@ -35,6 +37,19 @@
 #endif
 
 namespace rowsoftmax::detail {
+
+/// A CTA's cluster in a one-dimensional grid of clusters, and its rank there, read from the
+/// special registers: divided out of blockIdx.x by the cluster size, the division's reciprocal
+/// waited for the SM's special-function unit, which the other CTAs' exps keep busy, before the
+/// CTA issued its loads (README, "Tuning notes" 50). Before sm_90 every CTA is its own cluster.
+__device__ inline unsigned cluster_index() {
+  NV_IF_ELSE_TARGET(NV_PROVIDES_SM_90, (return cuda::ptx::get_sreg_clusterid_x();),
+                    (return blockIdx.x;))
+}
+__device__ inline int cluster_rank() {
+  NV_IF_ELSE_TARGET(NV_PROVIDES_SM_90,
+                    (return static_cast<int>(cuda::ptx::get_sreg_cluster_ctarank());), (return 0;))
+}
 
 template <class Op, int V, int Config>
 struct kernel_shape {
@@ -64,23 +79,23 @@ struct kernel_shape {
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
-    resident_kernel(typename Op::args const a, int const cluster_size) {
+    resident_kernel(typename Op::args const a, int const cluster_size, int const cta_windows) {
   using shape = kernel_shape<Op, V, Config>;
   constexpr int tpr = shape::threads_per_row;
   const int cluster = shape::config.clustered ? cluster_size : 1;
   __shared__ typename shape::exchange::storage smem;
   shape::exchange::begin(smem, shape::warps_per_row, cluster);
 
-  const int cta_rank = shape::config.clustered ? static_cast<int>(blockIdx.x % cluster) : 0;
-  const std::int64_t row =
-      std::int64_t{blockIdx.x / cluster} * (shape::threads_per_cta / tpr) + threadIdx.x / tpr;
+  const int cta_rank = shape::config.clustered ? cluster_rank() : 0;
+  const std::int64_t row = std::int64_t{shape::config.clustered ? cluster_index() : blockIdx.x} *
+                               (shape::threads_per_cta / tpr) +
+                           threadIdx.x / tpr;
   row_window w = Op::template window<V>(a, row, threadIdx.x % tpr, tpr);
   if constexpr (shape::config.clustered) {
-    // Equal shares: CTA r owns windows [r * share, (r + 1) * share), so every CTA is equally
-    // busy (the planner sized the cluster for the widest head).
-    const std::int64_t share = ceil_div(windows_of<V>(w), cluster);
-    w.first += cta_rank * share;
-    const std::int64_t end = (cta_rank + 1) * share * V - w.shift;
+    // Equal shares: CTA r owns windows [r * n, (r + 1) * n), n = cta_windows the widest row's
+    // windows over the CTAs (share_windows), so every CTA is equally busy.
+    w.first += std::int64_t{cta_rank} * cta_windows;
+    const std::int64_t end = std::int64_t{cta_rank + 1} * cta_windows * V - w.shift;
     w.cols = end < w.cols ? end : w.cols;
   }
 
@@ -322,8 +337,9 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   extern __shared__ uint4 stashed[];
   shape::exchange::begin(smem, shape::warps_per_row, cluster);
 
-  const int cta_rank = shape::config.clustered ? static_cast<int>(blockIdx.x % cluster) : 0;
-  row_window w = Op::template window<V>(a, std::int64_t{blockIdx.x / cluster}, 0, share::tpr);
+  const int cta_rank = shape::config.clustered ? cluster_rank() : 0;
+  row_window w = Op::template window<V>(
+      a, std::int64_t{shape::config.clustered ? cluster_index() : blockIdx.x}, 0, share::tpr);
   const std::int64_t tiles = share::tiles(w);
   const std::int64_t t0 = share::first(tiles, cta_rank, cluster);
   const std::int64_t t1 = share::first(tiles, cta_rank + 1, cluster);
@@ -664,9 +680,9 @@ struct staged_share {
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
-    staged_kernel(typename Op::args const a, int const cluster_size, int const share_windows) {
+    staged_kernel(typename Op::args const a, int const cluster_size, int const cta_windows) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  (void)a, (void)cluster_size, (void)share_windows;
+  (void)a, (void)cluster_size, (void)cta_windows;
   __trap();
 #else
   using shape = kernel_shape<Op, V, Config>;
@@ -676,10 +692,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   extern __shared__ uint4 staged[];
   shape::exchange::begin(smem, shape::warps_per_row, cluster_size);
 
-  // The row is the cluster's index, the share the CTA's rank in it (special registers: a
-  // division by the cluster size waited for the special-function unit, as above).
-  const share s(a, std::int64_t{cuda::ptx::get_sreg_clusterid_x()},
-                static_cast<int>(cuda::ptx::get_sreg_cluster_ctarank()), share_windows);
+  // One row a cluster, a share of it a CTA (see cluster_index).
+  const share s(a, std::int64_t{cluster_index()}, cluster_rank(), cta_windows);
   s.start(staged, landed);
   __syncthreads();  // the mbarriers are initialized
 
