@@ -123,6 +123,18 @@ TEST(SumCombine, AddsSums) {
 // The fused exp of the staged rows (one fma an element): exp(x - shift) within float rounding
 // of float64 for shifts up to 2^20, including the 16-bit maxima where dropping the product's
 // rounding error would cost up to 0.3% (65504 * log2e rounded is off by up to 2^-8).
+TEST(ExactDivisor, EveryMultipleOfEveryClusterSizeAndLargerDivisors) {
+  using rowsoftmax::detail::exact_divisor;
+  for (unsigned d = 1; d <= 16; ++d)
+    for (unsigned q = 0; q < 100000; ++q) ASSERT_EQ(exact_divisor(d).divide(q * d), q) << d;
+  // The largest quotients, and divisors with many factors of two or none.
+  for (unsigned d : {16u, 12u, 15u, 1u << 20, 3u << 28, 0x7fffffffu, 0xffffffffu}) {
+    const unsigned most = 0xffffffffu / d;
+    for (unsigned q : {most, most - 1, most / 2, most / 3 + 1})
+      EXPECT_EQ(exact_divisor(d).divide(q * d), q) << d << " " << q;
+  }
+}
+
 TEST(FusedExp, MatchesTheExactExpWherePlainFmaWouldNot) {
   using rowsoftmax::detail::fused_exp;
   using rowsoftmax::detail::shifted_exp;

@@ -287,12 +287,15 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
       attr[0].val.cooperative = 1;
       lc.numAttrs = 1;
       return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, ws);
-    } else if constexpr (kernel_configs[C].algo == algorithm::streaming) {
-      lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
-      return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size, p.stash_tiles);
-    } else {  // resident and staged: each CTA's share of a row (see share_windows)
-      lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);  // 0 but staged
-      return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, p.cluster_size, share_windows(p));
+    } else {
+      const cluster_arg c{p.cluster_size, share_windows(p),
+                          exact_divisor(static_cast<unsigned>(p.cluster_size))};
+      lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);  // 0 but streaming and staged
+      if constexpr (kernel_configs[C].algo == algorithm::streaming) {
+        return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, c, p.stash_tiles);
+      } else {
+        return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, c);
+      }
     }
   });
 }

@@ -38,17 +38,28 @@
 
 namespace rowsoftmax::detail {
 
-/// A CTA's cluster in a one-dimensional grid of clusters, and its rank there, read from the
-/// special registers: divided out of blockIdx.x by the cluster size, the division's reciprocal
-/// waited for the SM's special-function unit, which the other CTAs' exps keep busy, before the
-/// CTA issued its loads (README, "Tuning notes" 50). Before sm_90 every CTA is its own cluster.
-__device__ inline unsigned cluster_index() {
-  NV_IF_ELSE_TARGET(NV_PROVIDES_SM_90, (return cuda::ptx::get_sreg_clusterid_x();),
-                    (return blockIdx.x;))
-}
+/// What a kernel of a cluster configuration (register cluster, streaming, staged) is told of its
+/// clusters, CTAs along x.
+struct cluster_arg {
+  int size;                   ///< CTAs a cluster (1: none)
+  int share;                  ///< register cluster, staged: windows of a row a CTA holds
+                              ///< (share_windows)
+  exact_divisor per_cluster;  ///< `size`, to divide blockIdx.x by
+};
+
+/// A CTA's rank in its cluster, and the cluster's index in the one-dimensional grid of clusters,
+/// without a division: the rank from its special register, the index an exact division by the
+/// cluster size (exact_divisor). Divided out of blockIdx.x, row and rank waited for the SM's
+/// special-function unit before the CTA issued its loads (2-4 points of copy bandwidth at the
+/// 16-bit staged and fp32 register cluster rows on the H200), and %clusterid.x compiles to a
+/// float multiply and a conversion that waits there too (README, "Tuning notes" 50). Before
+/// sm_90 every CTA is its own cluster.
 __device__ inline int cluster_rank() {
   NV_IF_ELSE_TARGET(NV_PROVIDES_SM_90,
                     (return static_cast<int>(cuda::ptx::get_sreg_cluster_ctarank());), (return 0;))
+}
+__device__ inline unsigned cluster_index(cluster_arg const& c) {
+  return c.per_cluster.divide(blockIdx.x - static_cast<unsigned>(cluster_rank()));
 }
 
 template <class Op, int V, int Config>
@@ -79,23 +90,23 @@ struct kernel_shape {
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
-    resident_kernel(typename Op::args const a, int const cluster_size, int const cta_windows) {
+    resident_kernel(typename Op::args const a, cluster_arg const c) {
   using shape = kernel_shape<Op, V, Config>;
   constexpr int tpr = shape::threads_per_row;
-  const int cluster = shape::config.clustered ? cluster_size : 1;
+  const int cluster = shape::config.clustered ? c.size : 1;
   __shared__ typename shape::exchange::storage smem;
   shape::exchange::begin(smem, shape::warps_per_row, cluster);
 
   const int cta_rank = shape::config.clustered ? cluster_rank() : 0;
-  const std::int64_t row = std::int64_t{shape::config.clustered ? cluster_index() : blockIdx.x} *
+  const std::int64_t row = std::int64_t{shape::config.clustered ? cluster_index(c) : blockIdx.x} *
                                (shape::threads_per_cta / tpr) +
                            threadIdx.x / tpr;
   row_window w = Op::template window<V>(a, row, threadIdx.x % tpr, tpr);
   if constexpr (shape::config.clustered) {
-    // Equal shares: CTA r owns windows [r * n, (r + 1) * n), n = cta_windows the widest row's
+    // Equal shares: CTA r owns windows [r * n, (r + 1) * n), n = c.share the widest row's
     // windows over the CTAs (share_windows), so every CTA is equally busy.
-    w.first += std::int64_t{cta_rank} * cta_windows;
-    const std::int64_t end = std::int64_t{cta_rank + 1} * cta_windows * V - w.shift;
+    w.first += std::int64_t{cta_rank} * c.share;
+    const std::int64_t end = std::int64_t{cta_rank + 1} * c.share * V - w.shift;
     w.cols = end < w.cols ? end : w.cols;
   }
 
@@ -329,17 +340,17 @@ struct tile_share {
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
-    streaming_kernel(typename Op::args const a, int const cluster_size, int const stash_tiles) {
+    streaming_kernel(typename Op::args const a, cluster_arg const c, int const stash_tiles) {
   using shape = kernel_shape<Op, V, Config>;
   using share = tile_share<Op, V, Config>;
-  const int cluster = shape::config.clustered ? cluster_size : 1;
+  const int cluster = shape::config.clustered ? c.size : 1;
   __shared__ typename shape::exchange::storage smem;
   extern __shared__ uint4 stashed[];
   shape::exchange::begin(smem, shape::warps_per_row, cluster);
 
   const int cta_rank = shape::config.clustered ? cluster_rank() : 0;
   row_window w = Op::template window<V>(
-      a, std::int64_t{shape::config.clustered ? cluster_index() : blockIdx.x}, 0, share::tpr);
+      a, std::int64_t{shape::config.clustered ? cluster_index(c) : blockIdx.x}, 0, share::tpr);
   const std::int64_t tiles = share::tiles(w);
   const std::int64_t t0 = share::first(tiles, cta_rank, cluster);
   const std::int64_t t1 = share::first(tiles, cta_rank + 1, cluster);
@@ -680,9 +691,9 @@ struct staged_share {
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
-    staged_kernel(typename Op::args const a, int const cluster_size, int const cta_windows) {
+    staged_kernel(typename Op::args const a, cluster_arg const c) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  (void)a, (void)cluster_size, (void)cta_windows;
+  (void)a, (void)c;
   __trap();
 #else
   using shape = kernel_shape<Op, V, Config>;
@@ -690,15 +701,15 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   __shared__ typename shape::exchange::storage smem;
   __shared__ std::uint64_t landed[2];
   extern __shared__ uint4 staged[];
-  shape::exchange::begin(smem, shape::warps_per_row, cluster_size);
+  shape::exchange::begin(smem, shape::warps_per_row, c.size);
 
   // One row a cluster, a share of it a CTA (see cluster_index).
-  const share s(a, std::int64_t{cluster_index()}, cluster_rank(), cta_windows);
+  const share s(a, std::int64_t{cluster_index(c)}, cluster_rank(), c.share);
   s.start(staged, landed);
   __syncthreads();  // the mbarriers are initialized
 
-  const partial total = shape::exchange::allreduce(s.fold(staged, landed, 0), smem,
-                                                   shape::warps_per_row, cluster_size);
+  const partial total =
+      shape::exchange::allreduce(s.fold(staged, landed, 0), smem, shape::warps_per_row, c.size);
   s.template store<0, share::slots>(staged, total);
 #endif
 }

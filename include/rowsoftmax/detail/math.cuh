@@ -98,6 +98,25 @@ struct sum_reduce {
   }
 };
 
+/// A divisor d > 0 of exact multiples, made once (by the launcher) so that n / d takes a shift and
+/// a multiply: d's factors of two shifted out, then a multiply by the inverse of its odd part
+/// modulo 2^32 (Newton's iteration, each step doubling the bits that are right). A division by a
+/// value known only at run time takes a float reciprocal and conversions, which wait for the
+/// SM's special-function unit behind the other CTAs' exps (README, "Tuning notes" 50).
+struct exact_divisor {
+  unsigned twos = 0;
+  unsigned inverse = 1;
+
+  exact_divisor() = default;
+  __host__ __device__ explicit exact_divisor(unsigned d) {
+    for (; (d & 1u) == 0; d >>= 1) ++twos;
+    inverse = d;  // d * d == 1 modulo 8 for odd d: 3 bits
+    for (int i = 0; i < 4; ++i) inverse *= 2u - d * inverse;  // 6, 12, 24, 48 bits
+  }
+  /// n / d for a multiple n of d.
+  __host__ __device__ unsigned divide(unsigned n) const { return (n >> twos) * inverse; }
+};
+
 template <class T>
 __host__ __device__ inline float to_float(T v) {
   if constexpr (std::is_same_v<T, float>) {
