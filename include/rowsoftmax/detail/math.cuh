@@ -105,9 +105,8 @@ struct sum_reduce {
 /// SM's special-function unit behind the other CTAs' exps (README, "Tuning notes" 50).
 struct exact_divisor {
   unsigned twos = 0;
-  unsigned inverse = 1;
+  unsigned inverse;
 
-  exact_divisor() = default;
   __host__ __device__ explicit exact_divisor(unsigned d) {
     for (; (d & 1u) == 0; d >>= 1) ++twos;
     inverse = d;  // d * d == 1 modulo 8 for odd d: 3 bits
