@@ -29,6 +29,40 @@ void register_float() {
           ->MinTime(0.1)
           ->Unit(benchmark::kMicrosecond);
     }
+  // Between decode and full launches (rows of 5 to 16 staged CTAs in launches of 3 to 60 such
+  // CTAs an SM: staged), queued; each also forced through the register cluster that the
+  // planner chose for it before commit that staged them (the A/B of README "Tuning notes" 52).
+  struct mid_shape {
+    std::int64_t rows, cols;
+    forced_config registers;
+  };
+  const mid_shape mids[] = {{128, 32769, {detail::wide_cluster_config, 3}},
+                            {512, 32769, {detail::wide_cluster_config, 3}},
+                            {133, 40000, {detail::cluster_config, 5}},
+                            {1536, 40000, {detail::cluster_config, 5}},
+                            {128, 50257, {detail::wide_cluster_config, 4}},
+                            {64, 65536, {detail::cluster_config, 8}},
+                            {64, 100000, {detail::wide_cluster_config, 7}},
+                            {32, 128256, {detail::wide_cluster_config, 8}},
+                            {128, 128256, {detail::wide_cluster_config, 8}},
+                            {300, 128256, {detail::wide_cluster_config, 8}}};
+  for (mid_shape const& m : mids)
+    for (forced_config config : {forced_config{}, m.registers}) {
+      const std::string name = "forward/fp32/mid/rows:" + std::to_string(m.rows) +
+                               "/cols:" + std::to_string(m.cols) +
+                               (config.config < 0 ? ""
+                                                  : "/config:" + std::to_string(config.config) +
+                                                        "x" + std::to_string(config.cluster)) +
+                               "/queued";
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [=](benchmark::State& s) {
+                                     softmax_benchmark<float>(s, name, direction::forward, m.rows,
+                                                              m.cols, config, false, true);
+                                   })
+          ->UseManualTime()
+          ->MinTime(0.1)
+          ->Unit(benchmark::kMicrosecond);
+    }
   for (std::int64_t rows : {1, 8, 64}) {
     const std::string name =
         "forward/fp32/decode/rows:" + std::to_string(rows) + "/cols:128256/queued";

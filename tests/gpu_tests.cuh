@@ -320,6 +320,48 @@ TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
   }
 }
 
+// fp32 forward rows of 5 to 16 staged CTAs in launches of more than 3 and at most 60 such CTAs
+// an SM (plan_for): the planner's edges on this device (the fewest rows above 3 an SM and the
+// rows below; the most rows at 60 an SM and one more, aligned), every layout at the fewest rows,
+// 5 CTAs (32769 columns, a fifth of the slots idle), 7 (50257, misaligned rows), 16 (131072),
+// special values. The same shapes for 16-bit rows, which are staged in any launch.
+TYPED_TEST_P(Gpu, StagedRowsOfMidLaunches) {
+  using T = TypeParam;
+  int device = 0;
+  ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
+  device_limits limits;
+  ROWSOFTMAX_CUDA_OK(query_device_limits(device, &limits));
+  const std::int64_t sms = limits.sm_count;
+  const bool staged_here = limits.compute_capability >= 90 && limits.max_cluster_size >= 16;
+  const row_layout aligned{int(16 / sizeof(T)), false};
+  for (std::int64_t cols : {32769, 50257, 131072}) {
+    const std::int64_t n = detail::ceil_div(detail::ceil_div(cols, 4), 2048);  // fp32 CTAs a row
+    const std::int64_t fewest = 3 * sms / n + 1;
+    if (staged_here && sizeof(T) == 4) {
+      EXPECT_EQ(plan_for<T>(direction::forward, fewest, cols, aligned, limits).algo,
+                algorithm::staged);
+      EXPECT_NE(plan_for<T>(direction::forward, fewest - 1, cols, aligned, limits).algo,
+                algorithm::staged);
+    }
+    check_forward<T>(layouts<T>(fewest - 1, cols)[0], seed_of(cols, fewest, 31));
+    for (shape s : layouts<T>(fewest, cols)) {
+      check_forward<T>(s, seed_of(cols, s.out_offset, 32));
+      check_forward<T>(s, seed_of(cols, s.out_offset, 33), fill::special);
+    }
+  }
+  if (sizeof(T) != 4) return;
+  // The most rows (100000 columns: 13 CTAs a row), aligned.
+  const std::int64_t most = 60 * sms / 13;
+  if (staged_here) {
+    EXPECT_EQ(plan_for<T>(direction::forward, most, 100000, aligned, limits).algo,
+              algorithm::staged);
+    EXPECT_NE(plan_for<T>(direction::forward, most + 1, 100000, aligned, limits).algo,
+              algorithm::staged);
+  }
+  for (std::int64_t rows : {most, most + 1})
+    check_forward<T>(layouts<T>(rows, 100000)[0], seed_of(rows, 100000, 34));
+}
+
 // The workspace launchers: rows just above the longest register rows and of 2^20 + 3, several
 // rounds of rows in flight (13 rows; forward 2^20 + 3 also 29), every layout; the longest 16-bit
 // forward rows the staged split takes (a quarter of the CTAs the device runs) and rows just longer
@@ -469,8 +511,9 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
       check_backward<T>(s, seed_of(cols, s.out_offset, 16));
     }
   // Forward rows in launches of more than two 128-thread CTAs an SM for any row beyond one
-  // 256-thread CTA (3 such CTAs a row; fp32 50257: 13 a row, more than 8 an SM): the staged tier
-  // (16-bit) and wide clusters (fp32 50257).
+  // 256-thread CTA (3 such CTAs a row): the staged tier (16-bit; fp32 50257, 7 staged CTAs a row
+  // in 623 CTAs) and fp32 register clusters (16385); rows 16 CTAs of 128 bytes a thread do not
+  // hold (140000 columns) in wide clusters (fp32; 16-bit: staged).
   int device = 0;
   ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
   int sms = 0;
@@ -480,6 +523,7 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
       const shape s = layouts<T>(2 * sms / 3 + 1, cols)[static_cast<std::size_t>(l)];
       check_forward<T>(s, seed_of(cols, s.rows, 23));
     }
+  for (shape s : layouts<T>(3, 140000)) check_forward<T>(s, seed_of(s.cols, s.out_offset, 24));
   launcher<T> with_workspace;  // the split tier backward, the staged split tier forward
   with_workspace.workspace = true;
   for (shape s : layouts<T>(3, 600000)) {
@@ -490,7 +534,8 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
 
 REGISTER_TYPED_TEST_SUITE_P(Gpu, GraphCapture, ShapeTable, TierThresholds, StridesOffsetsAndInPlace,
                             SpecialValues, RandomShapes, EveryConfigurationThatHoldsTheRow,
-                            LongRowsStream, FullLaunchesOfClusterRows, SplitRowsWithAWorkspace,
+                            LongRowsStream, FullLaunchesOfClusterRows, StagedRowsOfMidLaunches,
+                            SplitRowsWithAWorkspace,
                             SplitRowsWhoseSharesChange, StaleWorkspace, PlanQueryMatchesThePlanner,
                             SanitizerSubset);
 

@@ -90,7 +90,6 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
             const char* err = plan_error(p, 7, cols, c, d);
             if (!err && !rs::detail::runs(kernel_configs[p.config], dir))
               err = "a configuration without a kernel for the direction";
-            if (!err && p.algo == algorithm::staged && elem != 2) err = "staged fp32";
             ASSERT_EQ(err, nullptr)
                 << err << ": cols=" << cols << " elem=" << elem << " vec=" << c.layout.vec
                 << " shifted=" << c.layout.shifted << " cc=" << d.compute_capability
@@ -155,8 +154,14 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 4096 * n).threads_per_cta, 256);
     // Vocabulary rows: as many CTAs as they need.
     EXPECT_EQ(fwd(elem, 32000).cluster_size, 4);
-    EXPECT_EQ(fwd(elem, 50257).cluster_size, 4);  // of 256 bytes a thread, not 13 of 128 threads
-    EXPECT_EQ(fwd(elem, 50257).threads_per_cta, 256);
+    // 50257 columns in 1024 rows: 7 staged CTAs (7168 in all, at most 60 an SM); in the 2^27
+    // launch (2670 rows) 4 CTAs of 256 bytes a thread, not 13 of 128 threads.
+    EXPECT_EQ(fwd(elem, 50257).algo, algorithm::staged);
+    EXPECT_EQ(fwd(elem, 50257).cluster_size, 7);
+    EXPECT_EQ(rs::plan_for(rs::direction::forward, 2670, 50257, elem, {4, false}, h200).config,
+              rs::detail::wide_cluster_config);
+    EXPECT_EQ(rs::plan_for(rs::direction::forward, 2670, 50257, elem, {4, false}, h200).cluster_size,
+              4);
     EXPECT_EQ(fwd(elem, 128256).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 128256).threads_per_cta, 256);
     EXPECT_EQ(fwd(elem, 128256).vecs_per_thread * fwd(elem, 128256).vec, 2 * n);
@@ -225,7 +230,7 @@ TEST(Plan, WideForwardClustersForLongRowsInFullerLaunches) {
     EXPECT_EQ(plan(rs::direction::forward, rows, 128256).cluster_size, 16);
     EXPECT_EQ(plan(rs::direction::forward, rows, 128256).vecs_per_thread, 8);
   }
-  for (std::int64_t rows : {7, 8, 9, 64, 1046}) {
+  for (std::int64_t rows : {7, 8, 9, 24, 1046}) {  // 32 to 495 rows: staged (below)
     EXPECT_EQ(plan(rs::direction::forward, rows, 128256).cluster_size, 8);
     EXPECT_EQ(plan(rs::direction::forward, rows, 128256).vecs_per_thread, 16);
   }
@@ -233,13 +238,14 @@ TEST(Plan, WideForwardClustersForLongRowsInFullerLaunches) {
   EXPECT_EQ(plan(rs::direction::forward, 7, 100000).cluster_size, 13);
   EXPECT_EQ(plan(rs::direction::forward, 8, 100000).cluster_size, 7);
   EXPECT_EQ(plan(rs::direction::forward, 8, 100000).vecs_per_thread, 16);
-  // 50257 columns, aligned: 13 CTAs of 128 threads (fewer idle slots than 7 of 256) up to 81
-  // rows (1053 CTAs, 8 an SM), then 4 of 256 bytes a thread.
-  for (std::int64_t rows : {1, 20, 21, 40, 81}) {
+  // 50257 columns, aligned: 13 CTAs of 128 threads (fewer idle slots than 7 of 256) up to 56
+  // rows; 57 to 1131 rows take 7 staged CTAs a row (Fp32ForwardStagedInMidLaunches), and longer
+  // launches 4 CTAs of 256 bytes a thread.
+  for (std::int64_t rows : {1, 20, 21, 40, 56}) {
     EXPECT_EQ(plan(rs::direction::forward, rows, 50257).config, rs::detail::narrow_cluster_config);
     EXPECT_EQ(plan(rs::direction::forward, rows, 50257).cluster_size, 13);
   }
-  for (std::int64_t rows : {82, 2670}) {
+  for (std::int64_t rows : {1132, 2670}) {
     EXPECT_EQ(plan(rs::direction::forward, rows, 50257).config, rs::detail::wide_cluster_config);
     EXPECT_EQ(plan(rs::direction::forward, rows, 50257).cluster_size, 4);
   }
@@ -409,20 +415,76 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
   EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).config, rs::detail::wide_staged_config);
   EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).cluster_size, 5);
   EXPECT_EQ(fwd(1046, 16 * cta + 1, false, hopper_portable).algo, algorithm::streaming);
-  // No clusters (sm_80): never staged. Backward and fp32 forward: never staged.
+  // No clusters (sm_80): never staged. Backward: never staged (fp32 forward: the next test).
   EXPECT_EQ(fwd(1046, cta + 1, false, a100).algo, algorithm::registers);
   EXPECT_EQ(fwd(1046, cta + 1, false, a100).threads_per_cta, 512);
-  for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); cols += 997) {
-    EXPECT_NE(rs::plan_for(rs::direction::backward, 64, cols, 2, {8, false}, h200).algo,
-              algorithm::staged);
-    EXPECT_NE(rs::plan_for(rs::direction::forward, 64, cols, 4, {4, false}, h200).algo,
-              algorithm::staged);
-  }
+  for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); cols += 997)
+    for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
+      EXPECT_NE(rs::plan_for(rs::direction::backward, 64, cols, elem, {int(16 / elem), false}, h200)
+                    .algo,
+                algorithm::staged);
   // The staged configurations run forward only.
   for (int c : {rs::detail::staged_config, rs::detail::wide_staged_config}) {
     EXPECT_TRUE(rs::detail::runs(kernel_configs[c], rs::direction::forward));
     EXPECT_FALSE(rs::detail::runs(kernel_configs[c], rs::direction::backward));
   }
+}
+
+// fp32 forward rows of 5 to 16 staged CTAs of 32 KB (8K elements) in launches of more than 3
+// and at most 60 such CTAs an SM are staged; every other fp32 forward row keeps the plan it had
+// (register clusters, or what the rules before it choose: one CTA, a few rows' 128-thread CTAs).
+TEST(Plan, Fp32ForwardStagedInMidLaunches) {
+  const std::int64_t cta = 8192;  // fp32 elements a staged CTA holds: 256 threads x 8 x 16 bytes
+  for (auto const& d : {h200, hopper_portable, a100})
+    for (bool shifted : {false, true})
+      for (std::int64_t cols = cta + 1; cols <= 17 * cta + 5; cols += 509)
+        for (std::int64_t rows : {1, 8, 24, 25, 49, 50, 64, 100, 133, 495, 496, 792, 793, 1584,
+                                  1585, 2670}) {
+          const auto p = rs::plan_for(rs::direction::forward, rows, cols, 4, {4, shifted}, d);
+          const std::int64_t windows = rs::detail::ceil_div(cols + (shifted ? 3 : 0), 4);
+          const std::int64_t n = rs::detail::ceil_div(windows, 2048), launch = rows * n;
+          const bool staged = d.compute_capability >= 90 && n >= 5 && n <= d.max_cluster_size &&
+                              launch > 3 * 132 && launch <= 60 * 132;
+          SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) +
+                       " shifted=" + std::to_string(shifted) + " max_cluster=" +
+                       std::to_string(d.max_cluster_size) + " " + rs::to_string(p));
+          ASSERT_EQ(p.algo == algorithm::staged, staged);
+          if (!staged) continue;
+          ASSERT_EQ(p.config, rs::detail::staged_config);
+          ASSERT_EQ(p.cluster_size, n);
+          ASSERT_EQ(p.vecs_per_thread, 8);
+          ASSERT_EQ(p.grid_ctas, launch);
+          ASSERT_EQ(plan_error(p, rows, cols, {4, {4, shifted}}, d), nullptr);
+          // Backward keeps its plans.
+          ASSERT_NE(rs::plan_for(rs::direction::backward, rows, cols, 4, {4, shifted}, d).algo,
+                    algorithm::staged);
+        }
+  const auto fwd = [](std::int64_t rows, std::int64_t cols, bool shifted = false) {
+    return rs::plan_for(rs::direction::forward, rows, cols, 4, {4, shifted}, h200);
+  };
+  // The edges. Cols: four CTAs (32768 aligned) stay register clusters, five are staged (32769;
+  // 32768 shifted, a head window more); 16 CTAs are staged (131072), 17 not.
+  EXPECT_EQ(fwd(200, 4 * cta).algo, algorithm::cluster);
+  EXPECT_EQ(fwd(200, 4 * cta + 1).cluster_size, 5);
+  EXPECT_EQ(fwd(200, 4 * cta + 1).algo, algorithm::staged);
+  EXPECT_EQ(fwd(200, 4 * cta, true).algo, algorithm::staged);
+  EXPECT_EQ(fwd(200, 16 * cta).algo, algorithm::staged);
+  EXPECT_EQ(fwd(200, 16 * cta).cluster_size, 16);
+  EXPECT_EQ(fwd(200, 16 * cta + 1).algo, algorithm::cluster);
+  // Rows: 128256 columns (16 CTAs) from 25 rows (400 CTAs) to 495 (7920); 50257 (7) from 57 to
+  // 1131.
+  EXPECT_EQ(fwd(24, 128256).algo, algorithm::cluster);
+  EXPECT_EQ(fwd(25, 128256).algo, algorithm::staged);
+  EXPECT_EQ(fwd(64, 128256).algo, algorithm::staged);
+  EXPECT_EQ(fwd(495, 128256).algo, algorithm::staged);
+  EXPECT_EQ(fwd(496, 128256).algo, algorithm::cluster);
+  EXPECT_EQ(fwd(56, 50257).config, rs::detail::narrow_cluster_config);
+  EXPECT_EQ(fwd(57, 50257).algo, algorithm::staged);
+  EXPECT_EQ(fwd(57, 50257).cluster_size, 7);
+  EXPECT_EQ(fwd(1131, 50257).algo, algorithm::staged);
+  EXPECT_EQ(fwd(1132, 50257).config, rs::detail::wide_cluster_config);
+  // A few rows (at most two 128-thread CTAs an SM) keep the most 128-thread CTAs.
+  EXPECT_EQ(fwd(8, 40000).config, rs::detail::narrow_cluster_config);
 }
 
 TEST(Plan, ToStringNamesTheTier) {

@@ -461,7 +461,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// that holds them (sub-warp rows share a warp); longer rows the fewest CTAs of a cluster (up
 /// to `limits.max_cluster_size`) that hold them: forward rows in launches of a few rows (at most
 /// two CTAs an SM) in 128-thread CTAs at 128 bytes a thread, the most CTAs; other 16-bit forward
-/// rows in shared memory (staged, 32 KB a CTA, or 64 KB beyond 16 of those); others in
+/// rows in shared memory (staged, 32 KB a CTA, or 64 KB beyond 16 of those), and so fp32 forward
+/// rows of 5 to 16 CTAs of 32 KB in launches of more than 3 and at most 60 of them an SM; others in
 /// registers, first at 128 bytes a thread (CTAs of 256 threads, or of 128 where they leave fewer
 /// slots idle), then, forward only, at 256 (also where 128 bytes a thread would take more than 8
 /// CTAs a row and more CTAs than 3/4 of the SMs in all, or, CTAs of 128 threads, more than 8 an
@@ -535,6 +536,21 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
         if (n <= max_cluster)
           return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(n));
       }
+    }
+    // fp32 forward, rows of 5 to 16 staged CTAs of 32 KB (32769 to 131072 columns, aligned) in
+    // launches of more than 3 and at most 60 such CTAs an SM: staged as well. An SM runs 6 of
+    // them (192 KB of rows in flight) against 2-3 register cluster CTAs (96 KB), so such
+    // launches take fewer waves; in full launches the two are within 2% either way. On the H200
+    // (queued medians, aligned rows) 5-17% faster than the register clusters planned below:
+    // 128256 columns, rows 32 11.0 us against 12.7, rows 64 21.3 against 24.4, rows 128 36.7
+    // against 40.9; 40000 rows 133 11.5 against 14.0; 100000 rows 64 16.8 against 20.1; at
+    // launches of 3 CTAs an SM and fewer within 3% either way. Rows of 2 to 4 such CTAs were
+    // slower up to 18% (16384-24577 columns), CTAs of 64 KB slower nearly everywhere (README,
+    // "Tuning notes" 51, 52).
+    if (dir == direction::forward && elem_size == 4 && max_cluster >= 2) {
+      const std::int64_t n = ctas(staged_config), launch = rows * n, sms = limits.sm_count;
+      if (n >= 5 && n <= max_cluster && launch > 3 * sms && launch <= 60 * sms)
+        return make_plan(staged_config, layout, rows, windows, elem_size, static_cast<int>(n));
     }
     // The fewest CTAs of 256 threads, or of 128 where that leaves fewer idle slots (a row just
     // above a multiple of 256 threads' registers).
