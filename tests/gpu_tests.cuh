@@ -222,8 +222,8 @@ TYPED_TEST_P(Gpu, RandomShapes) {
 // the dispatcher, clustered ones with the fewest CTAs that hold the row and with 16: the plans
 // other devices (sm_80, no size-16 clusters) get, clusters whose CTAs own a few windows each,
 // and streaming over rows that fit one tile. The staged configurations run forward only (every
-// element type, though the planner picks staged clusters for 16-bit rows only) and refuse
-// backward.
+// element type; the planner stages 16-bit rows, and fp32 rows only in launches of 3-60 staged
+// CTAs an SM) and refuse backward.
 TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
   using T = TypeParam;
   for (std::int64_t cols : {1000, 5000, 70000})

@@ -566,7 +566,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // 6.5 us against 7.0; but rows 5, 80 CTAs of 16 a row, 5.8 against 6.5 in 8), or, where
     // those are CTAs of 128 threads, of more than 8 an SM (fp32 50257 and 60000 columns in 13
     // and 15 of them: rows 24-64 0.1-1.2 us faster than in 4 wide CTAs, rows 128 0.1-0.2 us
-    // slower, rows 512 and more 0.1-2.2% slower; README, "Tuning notes" 49). Backward's two tensors
+    // slower, rows 512 and more 0.1-2.2% slower; README, "Tuning notes" 49; rows 57-1131 of
+    // 50257 and 50-990 of 60000 columns are staged since, above). Backward's two tensors
     // at 256 bytes a thread leave one CTA an SM (fp32 backward at 151936 columns ran at 60% of
     // copy), and streaming keeps such rows on chip at two CTAs an SM (README, "Tuning notes").
     const std::int64_t launch = rows * ctas(config), sms = limits.sm_count;
