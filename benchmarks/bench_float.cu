@@ -29,14 +29,16 @@ void register_float() {
           ->MinTime(0.1)
           ->Unit(benchmark::kMicrosecond);
     }
-  // Between decode and full launches (rows of 5 to 16 staged CTAs in launches of 3 to 60 such
-  // CTAs an SM: staged), queued; each also forced through the register cluster that the
-  // planner chose for it before commit that staged them (the A/B of README "Tuning notes" 52).
+  // Between decode and full launches (rows of 5 to 16 staged CTAs, or of 4 more than 7/8 full, in
+  // launches of 3 to 60 such CTAs an SM: staged), queued; each also forced through the register cluster that the
+  // planner chose for it before commit that staged them (the A/B of README "Tuning notes" 52, 53).
   struct mid_shape {
     std::int64_t rows, cols;
     forced_config registers;
   };
-  const mid_shape mids[] = {{128, 32769, {detail::wide_cluster_config, 3}},
+  const mid_shape mids[] = {{128, 28673, {detail::cluster_config, 4}},
+                            {256, 32000, {detail::cluster_config, 4}},
+                            {128, 32769, {detail::wide_cluster_config, 3}},
                             {512, 32769, {detail::wide_cluster_config, 3}},
                             {133, 40000, {detail::cluster_config, 5}},
                             {1536, 40000, {detail::cluster_config, 5}},

@@ -320,10 +320,11 @@ TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
   }
 }
 
-// fp32 forward rows of 5 to 16 staged CTAs in launches of more than 3 and at most 60 such CTAs
-// an SM (plan_for): the planner's edges on this device (the fewest rows above 3 an SM and the
-// rows below; the most rows at 60 an SM and one more, aligned), every layout at the fewest rows,
-// 5 CTAs (32769 columns, a fifth of the slots idle), 7 (50257, misaligned rows), 16 (131072),
+// fp32 forward rows of 5 to 16 staged CTAs (or of 4 more than 7/8 full) in launches of more than
+// 3 and at most 60 such CTAs an SM (plan_for): the planner's edges on this device (the fewest rows
+// above 3 an SM and the rows below; the most rows at 60 an SM and one more, aligned), every layout
+// at the fewest rows, 4 CTAs (28673 columns, just over 7/8 full), 5 (32769, a fifth of the slots
+// idle), 7 (50257, misaligned rows), 16 (131072),
 // special values. The same shapes for 16-bit rows, which are staged in any launch.
 TYPED_TEST_P(Gpu, StagedRowsOfMidLaunches) {
   using T = TypeParam;
@@ -334,7 +335,7 @@ TYPED_TEST_P(Gpu, StagedRowsOfMidLaunches) {
   const std::int64_t sms = limits.sm_count;
   const bool staged_here = limits.compute_capability >= 90 && limits.max_cluster_size >= 16;
   const row_layout aligned{int(16 / sizeof(T)), false};
-  for (std::int64_t cols : {32769, 50257, 131072}) {
+  for (std::int64_t cols : {28673, 32769, 50257, 131072}) {
     const std::int64_t n = detail::ceil_div(detail::ceil_div(cols, 4), 2048);  // fp32 CTAs a row
     const std::int64_t fewest = 3 * sms / n + 1;
     if (staged_here && sizeof(T) == 4) {

@@ -153,7 +153,8 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 4096 * n).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 4096 * n).threads_per_cta, 256);
     // Vocabulary rows: as many CTAs as they need.
-    EXPECT_EQ(fwd(elem, 32000).cluster_size, 4);
+    EXPECT_EQ(fwd(elem, 32000).cluster_size, 4);  // staged: 1024 rows (Fp32ForwardStagedInMid...)
+    EXPECT_EQ(fwd(elem, 32000).algo, algorithm::staged);
     // 50257 columns in 1024 rows: 7 staged CTAs (7168 in all, at most 60 an SM); in the 2^27
     // launch (2670 rows) 4 CTAs of 256 bytes a thread, not 13 of 128 threads.
     EXPECT_EQ(fwd(elem, 50257).algo, algorithm::staged);
@@ -430,8 +431,9 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
   }
 }
 
-// fp32 forward rows of 5 to 16 staged CTAs of 32 KB (8K elements) in launches of more than 3
-// and at most 60 such CTAs an SM are staged; every other fp32 forward row keeps the plan it had
+// fp32 forward rows of 5 to 16 staged CTAs of 32 KB (8K elements), or of 4 more than 7/8 full,
+// in launches of more than 3 and at most 60 such CTAs an SM are staged; every other fp32
+// forward row keeps the plan it had
 // (register clusters, or what the rules before it choose: one CTA, a few rows' 128-thread CTAs).
 TEST(Plan, Fp32ForwardStagedInMidLaunches) {
   const std::int64_t cta = 8192;  // fp32 elements a staged CTA holds: 256 threads x 8 x 16 bytes
@@ -443,7 +445,8 @@ TEST(Plan, Fp32ForwardStagedInMidLaunches) {
           const auto p = rs::plan_for(rs::direction::forward, rows, cols, 4, {4, shifted}, d);
           const std::int64_t windows = rs::detail::ceil_div(cols + (shifted ? 3 : 0), 4);
           const std::int64_t n = rs::detail::ceil_div(windows, 2048), launch = rows * n;
-          const bool staged = d.compute_capability >= 90 && n >= 5 && n <= d.max_cluster_size &&
+          const bool full = n >= 5 || (n == 4 && windows > 7 * 4 * 2048 / 8);
+          const bool staged = d.compute_capability >= 90 && full && n <= d.max_cluster_size &&
                               launch > 3 * 132 && launch <= 60 * 132;
           SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) +
                        " shifted=" + std::to_string(shifted) + " max_cluster=" +
@@ -462,12 +465,18 @@ TEST(Plan, Fp32ForwardStagedInMidLaunches) {
   const auto fwd = [](std::int64_t rows, std::int64_t cols, bool shifted = false) {
     return rs::plan_for(rs::direction::forward, rows, cols, 4, {4, shifted}, h200);
   };
-  // The edges. Cols: four CTAs (32768 aligned) stay register clusters, five are staged (32769;
-  // 32768 shifted, a head window more); 16 CTAs are staged (131072), 17 not.
-  EXPECT_EQ(fwd(200, 4 * cta).algo, algorithm::cluster);
+  // The edges. Cols: four CTAs 7/8 full (28672 aligned) stay register clusters, fuller ones are
+  // staged (28673; 28672 shifted, a head window more), and so are five (32769); 16 CTAs are
+  // staged (131072), 17 not.
+  EXPECT_EQ(fwd(200, 3 * cta + 1).algo, algorithm::cluster);
+  EXPECT_EQ(fwd(200, 7 * cta / 2).algo, algorithm::cluster);
+  EXPECT_EQ(fwd(200, 7 * cta / 2 + 1).algo, algorithm::staged);
+  EXPECT_EQ(fwd(200, 7 * cta / 2 + 1).cluster_size, 4);
+  EXPECT_EQ(fwd(200, 7 * cta / 2, true).algo, algorithm::staged);
+  EXPECT_EQ(fwd(200, 4 * cta).algo, algorithm::staged);
+  EXPECT_EQ(fwd(200, 4 * cta).cluster_size, 4);
   EXPECT_EQ(fwd(200, 4 * cta + 1).cluster_size, 5);
   EXPECT_EQ(fwd(200, 4 * cta + 1).algo, algorithm::staged);
-  EXPECT_EQ(fwd(200, 4 * cta, true).algo, algorithm::staged);
   EXPECT_EQ(fwd(200, 16 * cta).algo, algorithm::staged);
   EXPECT_EQ(fwd(200, 16 * cta).cluster_size, 16);
   EXPECT_EQ(fwd(200, 16 * cta + 1).algo, algorithm::cluster);

@@ -462,7 +462,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// to `limits.max_cluster_size`) that hold them: forward rows in launches of a few rows (at most
 /// two CTAs an SM) in 128-thread CTAs at 128 bytes a thread, the most CTAs; other 16-bit forward
 /// rows in shared memory (staged, 32 KB a CTA, or 64 KB beyond 16 of those), and so fp32 forward
-/// rows of 5 to 16 CTAs of 32 KB in launches of more than 3 and at most 60 of them an SM; others in
+/// rows of 5 to 16 CTAs of 32 KB (or 4 more than 7/8 full) in launches of more than 3 and at most
+/// 60 of them an SM; others in
 /// registers, first at 128 bytes a thread (CTAs of 256 threads, or of 128 where they leave fewer
 /// slots idle), then, forward only, at 256 (also where 128 bytes a thread would take more than 8
 /// CTAs a row and more CTAs than 3/4 of the SMs in all, or, CTAs of 128 threads, more than 8 an
@@ -537,8 +538,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
           return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(n));
       }
     }
-    // fp32 forward, rows of 5 to 16 staged CTAs of 32 KB (32769 to 131072 columns, aligned) in
-    // launches of more than 3 and at most 60 such CTAs an SM: staged as well. An SM runs 6 of
+    // fp32 forward, rows of 5 to 16 staged CTAs of 32 KB (32769 to 131072 columns, aligned;
+    // rows of 4, below) in launches of more than 3 and at most 60 such CTAs an SM: staged as well. An SM runs 6 of
     // them (192 KB of rows in flight) against 2-3 register cluster CTAs (96 KB), so such
     // launches take fewer waves; in full launches the two are within 2% either way. On the H200
     // (queued medians, aligned rows) 5-17% faster than the register clusters planned below:
@@ -547,9 +548,15 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // launches of 3 CTAs an SM and fewer within 3% either way. Rows of 2 to 4 such CTAs were
     // slower up to 18% (16384-24577 columns), CTAs of 64 KB slower nearly everywhere (README,
     // "Tuning notes" 51, 52).
+    //
+    // Rows of 4 such CTAs, more than 7/8 full (28673 to 32768 columns, aligned), as well: on the
+    // H200 5-10% faster at 100-512 rows, 0.5-1.5% at 1024, within 0.6% either way at 1980
+    // (28673-32768 columns); rows of 4 emptier CTAs (24577, 26000 columns, against 7 CTAs of 128
+    // threads) up to 12% slower (README, "Tuning notes" 53).
     if (dir == direction::forward && elem_size == 4 && max_cluster >= 2) {
       const std::int64_t n = ctas(staged_config), launch = rows * n, sms = limits.sm_count;
-      if (n >= 5 && n <= max_cluster && launch > 3 * sms && launch <= 60 * sms)
+      const bool full = n >= 5 || (n == 4 && windows * 8 > 7 * 4 * capacity(staged_config, 1));
+      if (full && n <= max_cluster && launch > 3 * sms && launch <= 60 * sms)
         return make_plan(staged_config, layout, rows, windows, elem_size, static_cast<int>(n));
     }
     // The fewest CTAs of 256 threads, or of 128 where that leaves fewer idle slots (a row just
