@@ -3,6 +3,28 @@
 #include "bench_common.cuh"
 
 namespace rowsoftmax::bench {
+namespace {
+/// Registers "forward/fp32/<group>/rows:R/cols:C[/config:CxN][/queued]": fp32 forward of rows x
+/// cols, planned or forced through `config`, timed idle or queued (see time_launches).
+void register_forward(char const* group, std::int64_t rows, std::int64_t cols, forced_config config,
+                      bool queued) {
+  const std::string name = std::string("forward/fp32/") + group + "/rows:" + std::to_string(rows) +
+                           "/cols:" + std::to_string(cols) +
+                           (config.config < 0 ? ""
+                                              : "/config:" + std::to_string(config.config) + "x" +
+                                                    std::to_string(config.cluster)) +
+                           (queued ? "/queued" : "");
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [=](benchmark::State& s) {
+                                 softmax_benchmark<float>(s, name, direction::forward, rows, cols,
+                                                          config, false, queued);
+                               })
+      ->UseManualTime()
+      ->MinTime(0.1)
+      ->Unit(benchmark::kMicrosecond);
+}
+}  // namespace
+
 void register_float() {
   register_type<float>();
   // Decode-time sampling over a vocabulary: few rows, 128256 columns, fp32 forward. The input
@@ -14,24 +36,14 @@ void register_float() {
                                    {detail::wide_cluster_config, 16},
                                    {detail::streaming_cluster_config, 8},
                                    {detail::streaming_cluster_config, 16}};
-  for (forced_config config : configs)
-    for (std::int64_t rows : {1, 8, 64}) {
-      const std::string name = "forward/fp32/decode/rows:" + std::to_string(rows) + "/cols:128256" +
-                               (config.config < 0 ? ""
-                                                  : "/config:" + std::to_string(config.config) +
-                                                        "x" + std::to_string(config.cluster));
-      benchmark::RegisterBenchmark(name.c_str(),
-                                   [=](benchmark::State& s) {
-                                     softmax_benchmark<float>(s, name, direction::forward, rows,
-                                                              128256, config);
-                                   })
-          ->UseManualTime()
-          ->MinTime(0.1)
-          ->Unit(benchmark::kMicrosecond);
-    }
-  // Between decode and full launches (rows of 5 to 16 staged CTAs, or of 4 more than 7/8 full, in
-  // launches of 3 to 60 such CTAs an SM: staged), queued; each also forced through the register cluster that the
-  // planner chose for it before commit that staged them (the A/B of README "Tuning notes" 52, 53).
+  for (std::int64_t rows : {1, 8, 64}) {
+    for (forced_config config : configs) register_forward("decode", rows, 128256, config, false);
+    register_forward("decode", rows, 128256, {}, true);
+  }
+  // Between decode and full launches (rows of 5 to 16 staged CTAs, or of 4 more than 7/8 full,
+  // in launches of 3 to 60 such CTAs an SM: staged), queued; each also forced through the
+  // register cluster the planner chose for it before such rows were staged (the A/B of README
+  // "Tuning notes" 52, 53).
   struct mid_shape {
     std::int64_t rows, cols;
     forced_config registers;
@@ -49,33 +61,7 @@ void register_float() {
                             {128, 128256, {detail::wide_cluster_config, 8}},
                             {300, 128256, {detail::wide_cluster_config, 8}}};
   for (mid_shape const& m : mids)
-    for (forced_config config : {forced_config{}, m.registers}) {
-      const std::string name = "forward/fp32/mid/rows:" + std::to_string(m.rows) +
-                               "/cols:" + std::to_string(m.cols) +
-                               (config.config < 0 ? ""
-                                                  : "/config:" + std::to_string(config.config) +
-                                                        "x" + std::to_string(config.cluster)) +
-                               "/queued";
-      benchmark::RegisterBenchmark(name.c_str(),
-                                   [=](benchmark::State& s) {
-                                     softmax_benchmark<float>(s, name, direction::forward, m.rows,
-                                                              m.cols, config, false, true);
-                                   })
-          ->UseManualTime()
-          ->MinTime(0.1)
-          ->Unit(benchmark::kMicrosecond);
-    }
-  for (std::int64_t rows : {1, 8, 64}) {
-    const std::string name =
-        "forward/fp32/decode/rows:" + std::to_string(rows) + "/cols:128256/queued";
-    benchmark::RegisterBenchmark(name.c_str(),
-                                 [=](benchmark::State& s) {
-                                   softmax_benchmark<float>(s, name, direction::forward, rows,
-                                                            128256, {}, false, true);
-                                 })
-        ->UseManualTime()
-        ->MinTime(0.1)
-        ->Unit(benchmark::kMicrosecond);
-  }
+    for (forced_config config : {forced_config{}, m.registers})
+      register_forward("mid", m.rows, m.cols, config, true);
 }
 }  // namespace rowsoftmax::bench

@@ -34,6 +34,13 @@ inline std::int64_t round_up(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b * b;
 }
 
+/// The limits the launchers plan with on the current device.
+inline cudaError_t current_device_limits(device_limits* out) {
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  return query_device_limits(device, out);
+}
+
 /// The three layouts the planner distinguishes, for rows of `cols`: every row 16-byte aligned;
 /// every row equally misaligned in input and output (a peeled head); input and output
 /// misaligned differently (the scalar fallback).
@@ -61,10 +68,8 @@ row_layout layout_for(shape const& s) {
 template <class T>
 std::vector<std::int64_t> plan_thresholds(row_layout layout, std::int64_t rows,
                                           std::int64_t most = std::int64_t{1} << 20) {
-  int device = 0;
   device_limits limits;
-  if (cudaGetDevice(&device) != cudaSuccess || query_device_limits(device, &limits) != cudaSuccess)
-    return {};
+  if (current_device_limits(&limits) != cudaSuccess) return {};
   std::vector<std::int64_t> out;
   auto key = [&](direction dir, std::int64_t cols) {
     const plan p = plan_for<T>(dir, rows, cols, layout, limits);
@@ -139,10 +144,8 @@ std::int64_t rows_past_few(row_layout layout, std::int64_t cols, device_limits c
 // there do not depend on the rows).
 TYPED_TEST_P(Gpu, TierThresholds) {
   using T = TypeParam;
-  int device = 0;
-  ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
   device_limits limits;
-  ROWSOFTMAX_CUDA_OK(query_device_limits(device, &limits));
+  ROWSOFTMAX_CUDA_OK(current_device_limits(&limits));
   const std::int64_t many = 2 * std::int64_t{limits.sm_count} / 3 + 1;       // 3 CTAs a row
   const std::int64_t narrow = 16384 / static_cast<std::int64_t>(sizeof(T));  // a 128-thread CTA
   for (int l = 0; l < 3; ++l) {
@@ -296,10 +299,8 @@ TYPED_TEST_P(Gpu, LongRowsStream) {
 TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
   using T = TypeParam;
   const std::int64_t cta = 32768 / static_cast<std::int64_t>(sizeof(T));  // elements of one CTA
-  int device = 0;
-  ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
   device_limits limits;
-  ROWSOFTMAX_CUDA_OK(query_device_limits(device, &limits));
+  ROWSOFTMAX_CUDA_OK(current_device_limits(&limits));
   if (limits.compute_capability >= 90 && limits.sm_count < 17 * 10) {  // the plans named above
     const plan f =
         plan_for<T>(direction::forward, 17, 9 * cta + 1, {int(16 / sizeof(T)), false}, limits);
@@ -324,20 +325,24 @@ TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
 // 3 and at most 60 such CTAs an SM (plan_for): the planner's edges on this device (the fewest rows
 // above 3 an SM and the rows below; the most rows at 60 an SM and one more, aligned), every layout
 // at the fewest rows, 4 CTAs (28673 columns, just over 7/8 full), 5 (32769, a fifth of the slots
-// idle), 7 (50257, misaligned rows), 16 (131072),
-// special values. The same shapes for 16-bit rows, which are staged in any launch.
+// idle), 7 (50257, misaligned rows), 16 (131072), special values. The same shapes for 16-bit
+// rows, which are staged in any launch.
 TYPED_TEST_P(Gpu, StagedRowsOfMidLaunches) {
   using T = TypeParam;
-  int device = 0;
-  ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
   device_limits limits;
-  ROWSOFTMAX_CUDA_OK(query_device_limits(device, &limits));
+  ROWSOFTMAX_CUDA_OK(current_device_limits(&limits));
   const std::int64_t sms = limits.sm_count;
   const bool staged_here = limits.compute_capability >= 90 && limits.max_cluster_size >= 16;
   const row_layout aligned{int(16 / sizeof(T)), false};
+  // Staged CTAs (32 KB) an aligned fp32 row of `cols` takes, which the planner's rule counts;
+  // the 16-bit types run the same shapes.
+  const auto fp32_ctas = [](std::int64_t cols) {
+    return detail::ceil_div(
+        detail::ceil_div(cols, 4),
+        detail::window_capacity(detail::kernel_configs[detail::staged_config], 4, 4, 1));
+  };
   for (std::int64_t cols : {28673, 32769, 50257, 131072}) {
-    const std::int64_t n = detail::ceil_div(detail::ceil_div(cols, 4), 2048);  // fp32 CTAs a row
-    const std::int64_t fewest = 3 * sms / n + 1;
+    const std::int64_t fewest = 3 * sms / fp32_ctas(cols) + 1;
     if (staged_here && sizeof(T) == 4) {
       EXPECT_EQ(plan_for<T>(direction::forward, fewest, cols, aligned, limits).algo,
                 algorithm::staged);
@@ -352,7 +357,7 @@ TYPED_TEST_P(Gpu, StagedRowsOfMidLaunches) {
   }
   if (sizeof(T) != 4) return;
   // The most rows (100000 columns: 13 CTAs a row), aligned.
-  const std::int64_t most = 60 * sms / 13;
+  const std::int64_t most = 60 * sms / fp32_ctas(100000);
   if (staged_here) {
     EXPECT_EQ(plan_for<T>(direction::forward, most, 100000, aligned, limits).algo,
               algorithm::staged);
@@ -396,10 +401,8 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
     check_forward<T>(s, seed_of(s.cols, s.out_offset, 19), fill::special, with_workspace);
     check_backward<T>(s, seed_of(s.cols, s.out_offset, 20), fill::special, with_workspace);
   }
-  int device = 0;
-  ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
   device_limits limits;
-  ROWSOFTMAX_CUDA_OK(query_device_limits(device, &limits));
+  ROWSOFTMAX_CUDA_OK(current_device_limits(&limits));
   const std::int64_t staged_most =
       std::int64_t{limits.sm_count} * 6 / 4 * 32768 / static_cast<std::int64_t>(sizeof(T)) - 5;
   for (std::int64_t cols : {staged_most, staged_most + 6})  // the latter split (sm_90)
@@ -483,10 +486,8 @@ TYPED_TEST_P(Gpu, StaleWorkspace) {
 
 TYPED_TEST_P(Gpu, PlanQueryMatchesThePlanner) {
   using T = TypeParam;
-  int device = 0;
-  ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
   device_limits limits;
-  ROWSOFTMAX_CUDA_OK(query_device_limits(device, &limits));
+  ROWSOFTMAX_CUDA_OK(current_device_limits(&limits));
   device_buffer<T> buf(1 << 22);
   ASSERT_NE(buf.ptr, nullptr);
   for (std::int64_t cols : {256, 4097, 50257, 131072, 1 << 20}) {
@@ -515,13 +516,11 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
   // 256-thread CTA (3 such CTAs a row): the staged tier (16-bit; fp32 50257, 7 staged CTAs a row
   // in 623 CTAs) and fp32 register clusters (16385); rows 16 CTAs of 128 bytes a thread do not
   // hold (140000 columns) in wide clusters (fp32; 16-bit: staged).
-  int device = 0;
-  ROWSOFTMAX_CUDA_OK(cudaGetDevice(&device));
-  int sms = 0;
-  ROWSOFTMAX_CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  device_limits limits;
+  ROWSOFTMAX_CUDA_OK(current_device_limits(&limits));
   for (std::int64_t cols : {16385, 50257})
     for (int l = 0; l < 2; ++l) {
-      const shape s = layouts<T>(2 * sms / 3 + 1, cols)[static_cast<std::size_t>(l)];
+      const shape s = layouts<T>(2 * limits.sm_count / 3 + 1, cols)[static_cast<std::size_t>(l)];
       check_forward<T>(s, seed_of(cols, s.rows, 23));
     }
   for (shape s : layouts<T>(3, 140000)) check_forward<T>(s, seed_of(s.cols, s.out_offset, 24));
@@ -536,8 +535,7 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
 REGISTER_TYPED_TEST_SUITE_P(Gpu, GraphCapture, ShapeTable, TierThresholds, StridesOffsetsAndInPlace,
                             SpecialValues, RandomShapes, EveryConfigurationThatHoldsTheRow,
                             LongRowsStream, FullLaunchesOfClusterRows, StagedRowsOfMidLaunches,
-                            SplitRowsWithAWorkspace,
-                            SplitRowsWhoseSharesChange, StaleWorkspace, PlanQueryMatchesThePlanner,
-                            SanitizerSubset);
+                            SplitRowsWithAWorkspace, SplitRowsWhoseSharesChange, StaleWorkspace,
+                            PlanQueryMatchesThePlanner, SanitizerSubset);
 
 }  // namespace rowsoftmax::test

@@ -161,8 +161,8 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 50257).cluster_size, 7);
     EXPECT_EQ(rs::plan_for(rs::direction::forward, 2670, 50257, elem, {4, false}, h200).config,
               rs::detail::wide_cluster_config);
-    EXPECT_EQ(rs::plan_for(rs::direction::forward, 2670, 50257, elem, {4, false}, h200).cluster_size,
-              4);
+    EXPECT_EQ(
+        rs::plan_for(rs::direction::forward, 2670, 50257, elem, {4, false}, h200).cluster_size, 4);
     EXPECT_EQ(fwd(elem, 128256).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 128256).threads_per_cta, 256);
     EXPECT_EQ(fwd(elem, 128256).vecs_per_thread * fwd(elem, 128256).vec, 2 * n);
@@ -421,9 +421,9 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
   EXPECT_EQ(fwd(1046, cta + 1, false, a100).threads_per_cta, 512);
   for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); cols += 997)
     for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
-      EXPECT_NE(rs::plan_for(rs::direction::backward, 64, cols, elem, {int(16 / elem), false}, h200)
-                    .algo,
-                algorithm::staged);
+      EXPECT_NE(
+          rs::plan_for(rs::direction::backward, 64, cols, elem, {int(16 / elem), false}, h200).algo,
+          algorithm::staged);
   // The staged configurations run forward only.
   for (int c : {rs::detail::staged_config, rs::detail::wide_staged_config}) {
     EXPECT_TRUE(rs::detail::runs(kernel_configs[c], rs::direction::forward));
@@ -433,21 +433,22 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
 
 // fp32 forward rows of 5 to 16 staged CTAs of 32 KB (8K elements), or of 4 more than 7/8 full,
 // in launches of more than 3 and at most 60 such CTAs an SM are staged; every other fp32
-// forward row keeps the plan it had
-// (register clusters, or what the rules before it choose: one CTA, a few rows' 128-thread CTAs).
+// forward row keeps the plan it had (register clusters, or what the rules before it choose: one
+// CTA, a few rows' 128-thread CTAs).
 TEST(Plan, Fp32ForwardStagedInMidLaunches) {
   const std::int64_t cta = 8192;  // fp32 elements a staged CTA holds: 256 threads x 8 x 16 bytes
+  const std::int64_t cta_windows = cta / 4;
   for (auto const& d : {h200, hopper_portable, a100})
     for (bool shifted : {false, true})
       for (std::int64_t cols = cta + 1; cols <= 17 * cta + 5; cols += 509)
-        for (std::int64_t rows : {1, 8, 24, 25, 49, 50, 64, 100, 133, 495, 496, 792, 793, 1584,
-                                  1585, 2670}) {
+        for (std::int64_t rows :
+             {1, 8, 24, 25, 49, 50, 64, 100, 133, 495, 496, 792, 793, 1584, 1585, 2670}) {
           const auto p = rs::plan_for(rs::direction::forward, rows, cols, 4, {4, shifted}, d);
           const std::int64_t windows = rs::detail::ceil_div(cols + (shifted ? 3 : 0), 4);
-          const std::int64_t n = rs::detail::ceil_div(windows, 2048), launch = rows * n;
-          const bool full = n >= 5 || (n == 4 && windows > 7 * 4 * 2048 / 8);
+          const std::int64_t n = rs::detail::ceil_div(windows, cta_windows), launch = rows * n;
+          const bool full = n >= 5 || (n == 4 && 8 * windows > 7 * n * cta_windows);
           const bool staged = d.compute_capability >= 90 && full && n <= d.max_cluster_size &&
-                              launch > 3 * 132 && launch <= 60 * 132;
+                              launch > 3 * d.sm_count && launch <= 60 * d.sm_count;
           SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) +
                        " shifted=" + std::to_string(shifted) + " max_cluster=" +
                        std::to_string(d.max_cluster_size) + " " + rs::to_string(p));

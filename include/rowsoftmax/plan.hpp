@@ -463,21 +463,19 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// two CTAs an SM) in 128-thread CTAs at 128 bytes a thread, the most CTAs; other 16-bit forward
 /// rows in shared memory (staged, 32 KB a CTA, or 64 KB beyond 16 of those), and so fp32 forward
 /// rows of 5 to 16 CTAs of 32 KB (or 4 more than 7/8 full) in launches of more than 3 and at most
-/// 60 of them an SM; others in
-/// registers, first at 128 bytes a thread (CTAs of 256 threads, or of 128 where they leave fewer
-/// slots idle), then, forward only, at 256 (also where 128 bytes a thread would take more than 8
-/// CTAs a row and more CTAs than 3/4 of the SMs in all, or, CTAs of 128 threads, more than 8 an
-/// SM); without clusters, one 512-thread CTA.
-/// 16-bit backward rows that would take 10 to 15 CTAs of 256 threads, in launches of more CTAs than
-/// SMs, stream instead (read once, half the CTAs). Longer rows stream in tiles through the fewest
-/// CTAs of a cluster (or one CTA) that keep the row on chip (registers and a shared-memory stash),
-/// or through as many as allowed, reading the overflow twice; `with_workspace` (the launchers given
-/// a workspace) they are split over many CTAs instead: 16-bit forward rows of which the device
-/// holds four in shared memory staged (see `algorithm::staged_split`, sm_90), other rows with their
-/// tiles in registers and stashes (see `algorithm::split`). The scalar fallback (`layout.vec == 1`,
-/// 32 elements a thread of any type) has the one-CTA configurations and streams beyond (or splits,
-/// given a workspace). Streaming and split size their stashes and groups by the direction's
-/// tensors.
+/// 60 of them an SM; others in registers, first at 128 bytes a thread (CTAs of 256 threads, or of
+/// 128 where they leave fewer slots idle), then, forward only, at 256 (also where 128 bytes a
+/// thread would take more than 8 CTAs a row and more CTAs than 3/4 of the SMs in all, or, CTAs of
+/// 128 threads, more than 8 an SM); without clusters, one 512-thread CTA. 16-bit backward rows that
+/// would take 10 to 15 CTAs of 256 threads, in launches of more CTAs than SMs, stream instead (read
+/// once, half the CTAs). Longer rows stream in tiles through the fewest CTAs of a cluster (or one
+/// CTA) that keep the row on chip (registers and a shared-memory stash), or through as many as
+/// allowed, reading the overflow twice; `with_workspace` (the launchers given a workspace) they are
+/// split over many CTAs instead: 16-bit forward rows of which the device holds four in shared
+/// memory staged (see `algorithm::staged_split`, sm_90), other rows with their tiles in registers
+/// and stashes (see `algorithm::split`). The scalar fallback (`layout.vec == 1`, 32 elements a
+/// thread of any type) has the one-CTA configurations and streams beyond (or splits, given a
+/// workspace). Streaming and split size their stashes and groups by the direction's tensors.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits,
@@ -539,12 +537,12 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
       }
     }
     // fp32 forward, rows of 5 to 16 staged CTAs of 32 KB (32769 to 131072 columns, aligned;
-    // rows of 4, below) in launches of more than 3 and at most 60 such CTAs an SM: staged as well. An SM runs 6 of
-    // them (192 KB of rows in flight) against 2-3 register cluster CTAs (96 KB), so such
-    // launches take fewer waves; in full launches the two are within 2% either way. On the H200
-    // (queued medians, aligned rows) 5-17% faster than the register clusters planned below:
-    // 128256 columns, rows 32 11.0 us against 12.7, rows 64 21.3 against 24.4, rows 128 36.7
-    // against 40.9; 40000 rows 133 11.5 against 14.0; 100000 rows 64 16.8 against 20.1; at
+    // rows of 4, below) in launches of more than 3 and at most 60 such CTAs an SM: staged as
+    // well. An SM runs 6 of them (192 KB of rows in flight) against 2-3 register cluster CTAs
+    // (96 KB), so such launches take fewer waves; in full launches the two are within 2% either
+    // way. On the H200 (queued medians, aligned rows) 5-17% faster than the register clusters
+    // planned below: 128256 columns, rows 32 11.0 us against 12.7, rows 64 21.3 against 24.4, rows
+    // 128 36.7 against 40.9; 40000 rows 133 11.5 against 14.0; 100000 rows 64 16.8 against 20.1; at
     // launches of 3 CTAs an SM and fewer within 3% either way. Rows of 2 to 4 such CTAs were
     // slower up to 18% (16384-24577 columns), CTAs of 64 KB slower nearly everywhere (README,
     // "Tuning notes" 51, 52).
@@ -555,7 +553,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // threads) up to 12% slower (README, "Tuning notes" 53).
     if (dir == direction::forward && elem_size == 4 && max_cluster >= 2) {
       const std::int64_t n = ctas(staged_config), launch = rows * n, sms = limits.sm_count;
-      const bool full = n >= 5 || (n == 4 && windows * 8 > 7 * 4 * capacity(staged_config, 1));
+      const bool full = n >= 5 || (n == 4 && 8 * windows > 7 * n * capacity(staged_config, 1));
       if (full && n <= max_cluster && launch > 3 * sms && launch <= 60 * sms)
         return make_plan(staged_config, layout, rows, windows, elem_size, static_cast<int>(n));
     }
