@@ -5,11 +5,13 @@ and quack (when importable), forward and backward, in one process on the same te
 
     PYTHONPATH=examples/pytorch python benchmarks/compare_peers.py --out results/
 
-Each implementation is timed by CUDA events around single calls (median of --reps after
---warmup calls, inputs warm in memory as in training loops), as TB/s over the bytes a softmax
-must move (forward 2*rows*cols*size, backward 3*rows*cols*size), and as a percentage of the
-device-to-device copy bandwidth measured in the same run. Every result carries its normwise
-error against float64 (first rows of the tensor), so a fast wrong answer cannot hide.
+Each implementation is timed by CUDA events around single calls issued back to back (median
+of --reps after at least --warmup calls and --warm-ms milliseconds of calls, inputs warm in
+memory as in training loops; each point starts with another implementation), as TB/s over the
+bytes a softmax must move (forward 2*rows*cols*size, backward 3*rows*cols*size), and as a
+percentage of the device-to-device copy bandwidth measured in the same run. Every result
+carries its normwise error against float64 (first rows of the tensor), so a fast wrong answer
+cannot hide.
 Writes compare.csv, compare.json, compare_forward.png and compare_backward.png to --out.
 """
 from __future__ import annotations
@@ -151,9 +153,17 @@ def implementations():
 
 # --------------------------------------------------------------------------- measuring
 
-def time_ms(fn, warmup, reps):
-    for _ in range(warmup):
+def time_ms(fn, warmup, reps, warm_s=0.0):
+    """Median of `reps` single calls bracketed by CUDA events, issued back to back, after at
+    least `warmup` calls and `warm_s` seconds of calls: the first milliseconds of calls on a new
+    shape run slower (a probe on the H200 read 79% of copy in a burst of 30 calls where the same
+    calls read 86% after them), so a fixed count of warm-up calls favours whoever runs later."""
+    done, until = 0, time.perf_counter() + warm_s
+    while done < warmup or time.perf_counter() < until:
         fn()
+        done += 1
+        if done % 8 == 0:
+            torch.cuda.synchronize()
     torch.cuda.synchronize()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
@@ -201,6 +211,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="compare-out")
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--warm-ms", type=float, default=50.0,
+                    help="milliseconds of warm-up calls at least, per implementation and point")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--check-rows", type=int, default=64, help="rows compared with float64")
     ap.add_argument("--budget", type=float, default=400.0, help="seconds; later shapes are skipped")
@@ -230,7 +242,7 @@ def main():
     for k, v in missing.items():
         print(f"skipped {k}: {v}")
 
-    results, skipped = [], []
+    results, skipped, point = [], [], 0
     for label, shape, dtypes in shapes():
         for dtype in dtypes:
             if args.quick and dtype != torch.bfloat16:
@@ -249,13 +261,19 @@ def main():
             ref_dx = yd * (dyd - (dyd * yd).sum(-1, keepdim=True))
             size = x.element_size() * x.numel()
             for direction, nbytes in (("forward", 2 * size), ("backward", 3 * size)):
-                for name, (fwd, bwd) in impls.items():
+                # Each point starts with another implementation, so that none is always first
+                # on a new shape.
+                names = list(impls)
+                first = point % len(names)
+                point += 1
+                for name in names[first:] + names[:first]:
+                    fwd, bwd = impls[name]
                     call = (lambda: fwd(x)) if direction == "forward" else (lambda: bwd(dy, y))
                     try:
                         got = call()
                         err = normwise(got, ref_y if direction == "forward" else ref_dx, check)
                         del got
-                        ms = time_ms(call, args.warmup, args.reps)
+                        ms = time_ms(call, args.warmup, args.reps, args.warm_ms * 1e-3)
                     except Exception as e:  # noqa: BLE001
                         print(f"  {name} {direction} {label} {NAMES[dtype]}: failed: {type(e).__name__}: {e}")
                         continue
