@@ -153,16 +153,16 @@ def implementations():
 
 # --------------------------------------------------------------------------- measuring
 
-def time_ms(fn, warmup, reps, warm_s=0.0):
-    """Median of `reps` single calls bracketed by CUDA events, issued back to back, after at
-    least `warmup` calls and `warm_s` seconds of calls: the first milliseconds of calls on a new
-    shape run slower (a probe on the H200 read 79% of copy in a burst of 30 calls where the same
-    calls read 86% after them), so a fixed count of warm-up calls favours whoever runs later."""
+def time_ms(fn, warmup, reps, warm_s=0.0, sync=False):
+    """Median of `reps` single calls bracketed by CUDA events, issued back to back (`sync`: each
+    waited for before the next), after at least `warmup` calls and `warm_s` seconds of calls:
+    the first milliseconds of calls on a new shape run slower (README, "Tuning notes" 54), so a
+    fixed count of warm-up calls favours whoever runs later."""
     done, until = 0, time.perf_counter() + warm_s
     while done < warmup or time.perf_counter() < until:
         fn()
         done += 1
-        if done % 8 == 0:
+        if done % 8 == 0:  # the host a few calls ahead at most, so the clock measures the GPU
             torch.cuda.synchronize()
     torch.cuda.synchronize()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
@@ -171,6 +171,8 @@ def time_ms(fn, warmup, reps, warm_s=0.0):
         s.record()
         fn()
         e.record()
+        if sync:
+            e.synchronize()
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 

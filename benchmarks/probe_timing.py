@@ -4,14 +4,13 @@
 
     PYTHONPATH=examples/pytorch python benchmarks/probe_timing.py smi.txt
 
-Each shape is timed four ways, CUDA events around single calls, median: a first burst of 30 calls
-after 5 warm-up calls (as compare_peers.py timed before its warm-up by time), 300 calls each
-synchronized before the next (as the C++ benchmark times its launches), 300 and 3000 calls back
-to back. nvidia-smi samples the SM clock, power and throttle reasons into the named file every
-200 ms. Results: benchmarks/results/h200_probe_timing_153d6e6.txt (README, "PyTorch and the
-peers").
+Each shape is timed four ways by compare_peers.py's time_ms (CUDA events around single calls,
+median, after 5 warm-up calls): a first burst of 30 calls (as compare_peers.py timed before its
+warm-up by time), 300 calls each synchronized before the next (as the C++ benchmark times its
+launches), 300 and 3000 calls back to back; the copy as compare_peers.py measures it. nvidia-smi
+samples the SM clock, power and throttle reasons into the named file every 200 ms. Results:
+benchmarks/results/h200_probe_timing_153d6e6.txt (README, "Tuning notes" 54).
 """
-import statistics
 import subprocess
 import sys
 import time
@@ -19,28 +18,7 @@ import time
 import torch
 
 import rowsoftmax_torch as rs
-
-
-def median_ms(fn, reps, sync):
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(reps)]
-    for start, stop in events:
-        start.record()
-        fn()
-        stop.record()
-        if sync:
-            stop.synchronize()
-    torch.cuda.synchronize()
-    return statistics.median(start.elapsed_time(stop) for start, stop in events)
-
-
-def copy_tbps():
-    a = torch.empty(2 ** 29, dtype=torch.float16, device="cuda").uniform_()
-    b = torch.empty_like(a)
-    return 2 * a.numel() * 2 / (median_ms(lambda: b.copy_(a), 20, True) * 1e-3) / 1e12
+from compare_peers import copy_tbps, time_ms
 
 
 def main():
@@ -57,7 +35,7 @@ def main():
             nbytes = 2 * x.numel() * x.element_size()
             for mode, reps, sync in (("burst30", 30, False), ("sync300", 300, True),
                                      ("queue300", 300, False), ("queue3000", 3000, False)):
-                ms = median_ms(lambda: rs.softmax_forward(x), reps, sync)
+                ms = time_ms(lambda: rs.softmax_forward(x), 5, reps, sync=sync)
                 tbps = nbytes / (ms * 1e-3) / 1e12
                 print(f"{str(dtype)[6:]:9} {rows:7d}x{cols:<7d} {mode:10} {ms * 1e3:9.2f} us "
                       f"{tbps:6.3f} TB/s {100 * tbps / copy:5.1f}%  t={time.strftime('%H:%M:%S')}",
