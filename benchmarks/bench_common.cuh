@@ -51,14 +51,18 @@ struct pool {
   }
 };
 
-/// Device-to-device copy bandwidth (bytes read + written per second), median of 30 copies of
-/// `pool::bytes`, measured once per process before the softmax benchmarks.
+/// Device-to-device copy bandwidth (bytes read + written per second) of `pool::bytes`, measured
+/// once per process before the softmax benchmarks: the median of 30 copies each synchronized
+/// before the next (as time_launches times a call), and the median over batches of copies
+/// issued back to back (as time_back_to_back times a call).
 double copy_bandwidth();
+double copy_bandwidth_back_to_back();
 
 struct result {
   std::string direction, dtype, plan;  // plan: with " [queued]" for queued timings
   std::int64_t rows = 0, cols = 0;
   double us = 0, tbps = 0;
+  double b2b_us = 0, b2b_tbps = 0;  // back to back (0: not timed so; see time_back_to_back)
 };
 std::map<std::string, result>& results();
 
@@ -95,6 +99,34 @@ double time_launches(benchmark::State& state, F&& launch, bool queued = false) {
   return ms.empty() ? 0.0 : 1e3 * ms[ms.size() / 2];
 }
 
+/// Per-call time in microseconds of `launch` issued back to back, as a training step issues its
+/// kernels: batches of calls with no synchronization between them, timed from an event before a
+/// batch to one after it, the median over 9 batches of the batch time over its calls
+/// (`per_call_us`, time_launches's median, sizes a batch to about 2 ms). The host's submission of
+/// one call overlaps the GPU's work on the one before, where time_launches's events, recorded on an
+/// idle GPU, also time the submission of the call between them (README, "Tuning notes" 54).
+template <class F>
+double time_back_to_back(F&& launch, double per_call_us) {
+  const int calls = std::clamp(static_cast<int>(2000.0 / std::max(per_call_us, 1.0)), 5, 200);
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "event");
+  check(cudaEventCreate(&stop), "event");
+  std::vector<float> ms;
+  for (int b = 0; b < 10; ++b) {
+    check(cudaEventRecord(start), "record");
+    for (int i = 0; i < calls; ++i) check(launch(), "launch");
+    check(cudaEventRecord(stop), "record");
+    check(cudaEventSynchronize(stop), "sync");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, start, stop), "elapsed");
+    if (b > 0) ms.push_back(t / calls);  // the first batch warms up
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return 1e3 * ms[ms.size() / 2];
+}
+
 template <class T>
 const char* dtype_name();
 template <>
@@ -118,6 +150,7 @@ struct forced_config {
 
 /// One benchmark: forward (2 tensors moved) or backward (3) of rows x cols; `workspace`: the
 /// launchers with a workspace (allocated once, outside the timing); `queued`: see time_launches.
+/// Timed both per launch (time_launches) and, unless queued, back to back (time_back_to_back).
 template <class T>
 void softmax_benchmark(benchmark::State& state, std::string const& name, direction dir,
                        std::int64_t rows, std::int64_t cols, forced_config forced = {},
@@ -140,32 +173,36 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
                            forced.cluster);
   const detail::tensor_arg fwd_t[] = {{a, cols, false}, {b, cols, true}};
   const detail::tensor_arg bwd_t[] = {{a, cols, false}, {b, cols, false}, {c, cols, true}};
-  const double us = time_launches(
-      state,
-      [&] {
-        if (forced.config >= 0)
-          return dir == direction::forward
-                     ? detail::run<detail::forward_op<T>>(pl, fwd_t, {a, cols, b, cols, rows, cols},
-                                                          nullptr)
-                     : detail::run<detail::backward_op<T>>(
-                           pl, bwd_t, {a, cols, b, cols, c, cols, rows, cols}, nullptr);
-        if (workspace)
-          return dir == direction::forward
-                     ? softmax_forward<T>(ws ? ws : &ws_bytes, &ws_bytes, a, b, rows, cols)
-                     : softmax_backward<T>(ws ? ws : &ws_bytes, &ws_bytes, a, b, c, rows, cols);
-        return dir == direction::forward ? softmax_forward<T>(a, b, rows, cols)
-                                         : softmax_backward<T>(a, b, c, rows, cols);
-      },
-      queued);
+  const auto launch = [&] {
+    if (forced.config >= 0)
+      return dir == direction::forward
+                 ? detail::run<detail::forward_op<T>>(pl, fwd_t, {a, cols, b, cols, rows, cols},
+                                                      nullptr)
+                 : detail::run<detail::backward_op<T>>(
+                       pl, bwd_t, {a, cols, b, cols, c, cols, rows, cols}, nullptr);
+    if (workspace)
+      return dir == direction::forward
+                 ? softmax_forward<T>(ws ? ws : &ws_bytes, &ws_bytes, a, b, rows, cols)
+                 : softmax_backward<T>(ws ? ws : &ws_bytes, &ws_bytes, a, b, c, rows, cols);
+    return dir == direction::forward ? softmax_forward<T>(a, b, rows, cols)
+                                     : softmax_backward<T>(a, b, c, rows, cols);
+  };
+  const double us = time_launches(state, launch, queued);
+  const double b2b_us = queued || us <= 0 ? 0.0 : time_back_to_back(launch, us);
   if (ws) check(cudaFree(ws), "workspace");
   const double bytes =
       static_cast<double>(dir == direction::forward ? 2 : 3) * rows * cols * sizeof(T);
   const double tbps = us > 0 ? bytes / (us * 1e-6) / 1e12 : 0;
+  const double b2b_tbps = b2b_us > 0 ? bytes / (b2b_us * 1e-6) / 1e12 : 0;
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
   state.SetLabel(to_string(pl));
   state.counters["median_us"] = us;
   state.counters["TBps"] = tbps;
   state.counters["pct_copy"] = 100.0 * tbps / copy_bandwidth();
+  if (b2b_us > 0) {
+    state.counters["b2b_us"] = b2b_us;
+    state.counters["b2b_pct_copy"] = 100.0 * b2b_tbps / copy_bandwidth_back_to_back();
+  }
   result& r = results()[name];
   r = {dir == direction::forward ? "forward" : "backward",
        dtype_name<T>(),
@@ -173,7 +210,9 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
        rows,
        cols,
        us,
-       tbps};
+       tbps,
+       b2b_us,
+       b2b_tbps};
 }
 
 /// Registers the sweeps for one element type (defined in bench_<type>.cu).
