@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""README tables from the summary that rowsoftmax_bench prints last (`.ci/gpu bench` keeps it as
+bench_summary.txt): the rows*cols = 2^27 sweep without a workspace, then the rows of 2^20 and
+more columns with one (their plans split rows over many CTAs), each cell
+"TB/s (% of copy synchronized / % of copy back to back)" with the plans of that run.
+
+    python3 benchmarks/summary_tables.py benchmarks/results/h200_bench_<commit>.txt
+"""
+import re
+import sys
+
+LINE = re.compile(
+    r"^(forward|backward)\s+(bf16|fp16|fp32)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)%"
+    r"(?:\s+([\d.]+)\s+([\d.]+)%|\s+-\s+-)?\s+(.*)$")  # older summaries: no back-to-back columns
+COLUMNS = [("forward", "bf16"), ("forward", "fp16"), ("forward", "fp32"),
+           ("backward", "bf16"), ("backward", "fp16"), ("backward", "fp32")]
+PLANS = [("forward", "fp32"), ("forward", "bf16"), ("backward", "fp32"), ("backward", "bf16")]
+
+
+def parse(path):
+    """{(workspace, direction, dtype, cols): (rows, cell, plan)} of the sweep's rows."""
+    cells = {}
+    for line in open(path):
+        m = LINE.match(line.strip())
+        if not m or "[queued]" in line:
+            continue
+        d, t, cols, rows, _, tbps, pct, _, b2b_pct, plan = m.groups()
+        cols, rows = int(cols), int(rows)
+        if rows != max(8 if cols >= 1 << 20 else 1, (1 << 27) // cols):
+            continue  # decode rows
+        workspace = "split" in plan
+        b2b = f"{float(b2b_pct):.1f}%" if b2b_pct else "-"
+        cells[(workspace, d, t, cols)] = (rows, f"{tbps} ({float(pct):.1f}% / {b2b})", plan)
+    return cells
+
+
+def table(cells, workspace):
+    head = ["cols", "rows"] + [f"{d[:3] if d == 'forward' else 'bwd'} {t}".replace("for", "fwd")
+                               for d, t in COLUMNS] + \
+        [f"plan {'fwd' if d == 'forward' else 'bwd'} {'16-bit' if t == 'bf16' else t}"
+         for d, t in PLANS]
+    out = ["| " + " | ".join(head) + " |",
+           "|" + "---:|" * (2 + len(COLUMNS)) + "---|" * len(PLANS)]
+    for cols in sorted({k[3] for k in cells if k[0] == workspace}):
+        got = [cells.get((workspace, d, t, cols)) for d, t in COLUMNS]
+        rows = next(g[0] for g in got if g)
+        plans = [cells.get((workspace, d, t, cols), (0, "", "-"))[2] for d, t in PLANS]
+        out.append("| " + " | ".join([str(cols), str(rows)] + [g[1] if g else "-" for g in got]
+                                     + plans) + " |")
+    return "\n".join(out)
+
+
+def main():
+    cells = parse(sys.argv[1])
+    print(table(cells, False))
+    print()
+    print(table(cells, True))
+
+
+if __name__ == "__main__":
+    main()
