@@ -70,6 +70,19 @@ std::map<std::string, result>& results();
 /// that what is enqueued behind it waits for the GPU, not for the host.
 void hold_gpu(long long ns);
 
+/// Milliseconds from an event recorded before `calls` calls of `launch` to one recorded after
+/// them, waited for.
+template <class F>
+float events_ms(cudaEvent_t start, cudaEvent_t stop, F&& launch, int calls = 1) {
+  check(cudaEventRecord(start), "record");
+  for (int i = 0; i < calls; ++i) check(launch(), "launch");
+  check(cudaEventRecord(stop), "record");
+  check(cudaEventSynchronize(stop), "sync");
+  float t = 0;
+  check(cudaEventElapsedTime(&t, start, stop), "elapsed");
+  return t;
+}
+
 /// Median of per-launch times (CUDA events) in microseconds; runs `launch` once per iteration.
 /// `queued`: each launch is enqueued behind a 20 us spin, so that the events time what the GPU
 /// spends on the call (from the start event to the stop event, both already queued) rather than
@@ -84,12 +97,7 @@ double time_launches(benchmark::State& state, F&& launch, bool queued = false) {
   std::vector<float> ms;
   for (auto _ : state) {
     if (queued) hold_gpu(20000);
-    check(cudaEventRecord(start), "record");
-    check(launch(), "launch");
-    check(cudaEventRecord(stop), "record");
-    check(cudaEventSynchronize(stop), "sync");
-    float t = 0;
-    check(cudaEventElapsedTime(&t, start, stop), "elapsed");
+    const float t = events_ms(start, stop, launch);
     state.SetIterationTime(t * 1e-3);
     ms.push_back(t);
   }
@@ -104,7 +112,7 @@ double time_launches(benchmark::State& state, F&& launch, bool queued = false) {
 /// batch to one after it, the median over 9 batches of the batch time over its calls
 /// (`per_call_us`, time_launches's median, sizes a batch to about 2 ms). The host's submission of
 /// one call overlaps the GPU's work on the one before, where time_launches's events, recorded on an
-/// idle GPU, also time the submission of the call between them (README, "Tuning notes" 54).
+/// idle GPU, also time the submission of the call between them (README, "Tuning notes" 54, 55).
 template <class F>
 double time_back_to_back(F&& launch, double per_call_us) {
   const int calls = std::clamp(static_cast<int>(2000.0 / std::max(per_call_us, 1.0)), 5, 200);
@@ -113,12 +121,7 @@ double time_back_to_back(F&& launch, double per_call_us) {
   check(cudaEventCreate(&stop), "event");
   std::vector<float> ms;
   for (int b = 0; b < 10; ++b) {
-    check(cudaEventRecord(start), "record");
-    for (int i = 0; i < calls; ++i) check(launch(), "launch");
-    check(cudaEventRecord(stop), "record");
-    check(cudaEventSynchronize(stop), "sync");
-    float t = 0;
-    check(cudaEventElapsedTime(&t, start, stop), "elapsed");
+    const float t = events_ms(start, stop, launch, calls);
     if (b > 0) ms.push_back(t / calls);  // the first batch warms up
   }
   cudaEventDestroy(start);

@@ -76,14 +76,13 @@ double copy_bandwidth() {
     check(cudaEventCreate(&b), "event");
     std::vector<float> ms;
     for (int i = 0; i < 33; ++i) {
-      check(cudaEventRecord(a), "record");
-      check(cudaMemcpyAsync(p.buf[1], p.buf[0], pool::bytes, cudaMemcpyDeviceToDevice), "copy");
-      check(cudaEventRecord(b), "record");
-      check(cudaEventSynchronize(b), "sync");
-      float t = 0;
-      check(cudaEventElapsedTime(&t, a, b), "elapsed");
+      const float t = events_ms(a, b, [&] {
+        return cudaMemcpyAsync(p.buf[1], p.buf[0], pool::bytes, cudaMemcpyDeviceToDevice);
+      });
       if (i >= 3) ms.push_back(t);
     }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
     std::sort(ms.begin(), ms.end());
     return 2.0 * pool::bytes / (ms[ms.size() / 2] * 1e-3) / 1e12;
   }();
