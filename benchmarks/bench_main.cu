@@ -67,37 +67,27 @@ pool& pool::get() {
   return p;
 }
 
-double copy_bandwidth() {
-  static const double bw = [] {
+copy_ceiling const& copy_bandwidth() {
+  static const copy_ceiling bw = [] {
     pool& p = pool::get();
     p.as<float>(0);  // copy real data
+    const auto copy = [&] {
+      return cudaMemcpyAsync(p.buf[1], p.buf[0], pool::bytes, cudaMemcpyDeviceToDevice);
+    };
+    const auto tbps = [](double us) { return 2.0 * pool::bytes / (us * 1e-6) / 1e12; };
     cudaEvent_t a, b;
     check(cudaEventCreate(&a), "event");
     check(cudaEventCreate(&b), "event");
     std::vector<float> ms;
     for (int i = 0; i < 33; ++i) {
-      const float t = events_ms(a, b, [&] {
-        return cudaMemcpyAsync(p.buf[1], p.buf[0], pool::bytes, cudaMemcpyDeviceToDevice);
-      });
+      const float t = events_ms(a, b, copy);
       if (i >= 3) ms.push_back(t);
     }
     cudaEventDestroy(a);
     cudaEventDestroy(b);
     std::sort(ms.begin(), ms.end());
-    return 2.0 * pool::bytes / (ms[ms.size() / 2] * 1e-3) / 1e12;
-  }();
-  return bw;
-}
-
-double copy_bandwidth_back_to_back() {
-  static const double bw = [] {
-    pool& p = pool::get();
-    p.as<float>(0);
-    copy_bandwidth();  // warms up first
-    const double us = time_back_to_back(
-        [&] { return cudaMemcpyAsync(p.buf[1], p.buf[0], pool::bytes, cudaMemcpyDeviceToDevice); },
-        250.0);
-    return 2.0 * pool::bytes / (us * 1e-6) / 1e12;
+    const double us = 1e3 * ms[ms.size() / 2];
+    return copy_ceiling{tbps(us), tbps(time_back_to_back(copy, us))};
   }();
   return bw;
 }
@@ -132,7 +122,7 @@ int main(int argc, char** argv) {
   check(cudaGetDevice(&device), "device");
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, device), "properties");
-  const double copy = copy_bandwidth(), copy_b2b = copy_bandwidth_back_to_back();
+  const double copy = copy_bandwidth().synchronized, copy_b2b = copy_bandwidth().back_to_back;
   std::printf(
       "device: %s (%d SMs), copy bandwidth (read+write): %.3f TB/s synchronized, %.3f TB/s back "
       "to back\n",

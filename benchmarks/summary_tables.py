@@ -36,10 +36,9 @@ def parse(path):
 
 
 def table(cells, workspace):
-    head = ["cols", "rows"] + [f"{d[:3] if d == 'forward' else 'bwd'} {t}".replace("for", "fwd")
-                               for d, t in COLUMNS] + \
-        [f"plan {'fwd' if d == 'forward' else 'bwd'} {'16-bit' if t == 'bf16' else t}"
-         for d, t in PLANS]
+    short = {"forward": "fwd", "backward": "bwd"}
+    head = (["cols", "rows"] + [f"{short[d]} {t}" for d, t in COLUMNS]
+            + [f"plan {short[d]} {'16-bit' if t == 'bf16' else t}" for d, t in PLANS])
     out = ["| " + " | ".join(head) + " |",
            "|" + "---:|" * (2 + len(COLUMNS)) + "---|" * len(PLANS)]
     for cols in sorted({k[3] for k in cells if k[0] == workspace}):
