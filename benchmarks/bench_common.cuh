@@ -60,7 +60,8 @@ struct copy_ceiling {
 copy_ceiling const& copy_bandwidth();
 
 struct result {
-  std::string direction, dtype, plan;  // plan: with " [queued]" for queued timings
+  std::string direction, dtype, plan;  // plan: with " [forced]" for a configuration forced
+                                       // instead of the planned one, " [queued]" for queued timings
   std::int64_t rows = 0, cols = 0;
   double us = 0, tbps = 0;
   double b2b_us = 0, b2b_tbps = 0;  // back to back (0: not timed so; see time_back_to_back)
@@ -214,7 +215,7 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   }
   r = {dir == direction::forward ? "forward" : "backward",
        dtype_name<T>(),
-       to_string(pl) + (queued ? " [queued]" : ""),
+       to_string(pl) + (forced.config >= 0 ? " [forced]" : "") + (queued ? " [queued]" : ""),
        rows,
        cols,
        us,
@@ -244,6 +245,35 @@ void register_type() {
           ->UseManualTime()
           ->MinTime(0.1)
           ->Unit(benchmark::kMicrosecond);
+    }
+    // Rows of one CTA that fill part of its threads' 128 bytes (rows*cols = 2^27; odd cols, so
+    // misaligned rows): planned, and forced through the smallest configuration of 128 bytes a
+    // thread that holds the row, which the planner took before it took the others (the A/B of
+    // README "Tuning notes" 56).
+    for (std::int64_t cols :
+         {1100, 2049, 2200, 3000, 4097, 4500, 5000, 6000, 7000, 8193, 9000, 10000, 12000}) {
+      const std::int64_t rows = sweep_elems / cols;
+      const int vec = static_cast<int>(16 / sizeof(T));
+      const plan planned = plan_for<T>(dir, rows, cols, {vec, cols % vec != 0}, device_limits{});
+      forced_config full;
+      for (int c = 0; c <= detail::last_cta_config && full.config < 0; ++c)
+        if (detail::kernel_configs[c].bytes == 128 &&
+            detail::window_capacity(detail::kernel_configs[c], vec, sizeof(T), 1) >=
+                planned.windows)
+          full.config = c;
+      if (planned.algo != algorithm::registers || full.config == planned.config) full = {};
+      for (forced_config config : {forced_config{}, full}) {
+        const std::string name = std::string(d) + "/" + dtype_name<T>() +
+                                 "/fill/cols:" + std::to_string(cols) +
+                                 (config.config < 0 ? "" : "/full");
+        benchmark::RegisterBenchmark(
+            name.c_str(),
+            [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols, config); })
+            ->UseManualTime()
+            ->MinTime(0.1)
+            ->Unit(benchmark::kMicrosecond);
+        if (full.config < 0) break;  // planned as before: nothing to force
+      }
     }
     // Rows longer than a cluster holds: rows * cols = 2^27, at least 8 rows.
     for (int lg = 20; lg <= 24; ++lg) {

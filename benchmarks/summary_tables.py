@@ -23,7 +23,7 @@ def parse(path):
     cells = {}
     for line in open(path):
         m = LINE.match(line.strip())
-        if not m or "[queued]" in line:
+        if not m or "[queued]" in line or "[forced]" in line:
             continue
         d, t, cols, rows, _, tbps, pct, _, b2b_pct, plan = m.groups()
         cols, rows = int(cols), int(rows)

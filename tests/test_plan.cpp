@@ -99,15 +99,49 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
 }
 
 TEST(Plan, RegisterTierIsTheSmallestThatFits) {
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
+    for (int vec : {static_cast<int>(16 / elem), 1}) {
+      // The one-CTA configurations hold more windows in table order, so the first planned
+      // one that holds a row is the smallest.
+      for (int c = 1; c <= rs::detail::last_cta_config; ++c)
+        EXPECT_LE(window_capacity(kernel_configs[c - 1], vec, elem),
+                  window_capacity(kernel_configs[c], vec, elem))
+            << "config " << c;
+      for (bool shifted : {false, true}) {
+        if (vec == 1 && shifted) continue;
+        for (std::int64_t cols = 1; cols <= 40000; ++cols) {
+          const rs::plan p =
+              rs::plan_for(rs::direction::forward, 5, cols, elem, {vec, shifted}, h200);
+          if (p.config > rs::detail::last_cta_config) continue;
+          ASSERT_TRUE(rs::detail::one_cta_planned(kernel_configs[p.config], vec, elem));
+          // No planned configuration before it would have held the row.
+          for (int c = 0; c < p.config; ++c)
+            if (rs::detail::one_cta_planned(kernel_configs[c], vec, elem))
+              ASSERT_LT(window_capacity(kernel_configs[c], vec, elem), p.windows)
+                  << "cols=" << cols << " config " << c << " before " << p.config;
+        }
+      }
+    }
+}
+
+// Whole-warp rows of one CTA take 80-144 bytes a thread, so that few of their slots are idle:
+// 16-bit rows fill more than four fifths of them, fp32 rows (no 96 or 112 bytes) more than five
+// eighths; with 128 bytes alone, rows just above a power of two filled half.
+TEST(Plan, WholeWarpRowsLeaveFewSlotsIdle) {
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
     const int vec = static_cast<int>(16 / elem);
-    for (std::int64_t cols = 1; cols <= 40000; ++cols) {
-      const rs::plan p = rs::plan_for(rs::direction::forward, 5, cols, elem, {vec, false}, h200);
-      if (p.config > rs::detail::last_cta_config || p.config == 0) continue;
-      // The previous configuration would not have held the row.
-      EXPECT_LT(window_capacity(kernel_configs[p.config - 1], vec, elem), p.windows)
-          << "cols=" << cols;
-    }
+    for (bool shifted : {false, true})
+      for (auto dir : {rs::direction::forward, rs::direction::backward})
+        for (std::int64_t cols = 1; cols <= 16384; ++cols) {
+          const rs::plan p = rs::plan_for(dir, 5, cols, elem, {vec, shifted}, h200);
+          if (p.algo != algorithm::registers || p.threads_per_row < 32) continue;
+          const std::int64_t slots = std::int64_t{p.threads_per_row} * p.vecs_per_thread;
+          if (elem == 2) {
+            ASSERT_GT(5 * p.windows, 4 * slots) << "cols=" << cols << " " << rs::to_string(p);
+          } else {
+            ASSERT_GT(8 * p.windows, 5 * slots) << "cols=" << cols << " " << rs::to_string(p);
+          }
+        }
   }
 }
 
@@ -124,13 +158,23 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 8 * n).vecs_per_thread * fwd(elem, 8 * n).vec, n);
     EXPECT_EQ(fwd(elem, n).threads_per_row, 1);
     EXPECT_EQ(fwd(elem, n + 1).threads_per_row, 2);
-    // Whole warps: powers of two, several rows to a 256-thread CTA.
+    // Whole warps: powers of two, several rows to a 256-thread CTA, 5 to 9 vectors a thread.
     EXPECT_EQ(fwd(elem, 16 * n + 1).threads_per_row, 32);
     EXPECT_EQ(fwd(elem, 16 * n + 1).rows_per_cta, 8);
-    EXPECT_EQ(fwd(elem, 32 * n + 1).threads_per_row, 64);
-    EXPECT_EQ(fwd(elem, 32 * n + 1).rows_per_cta, 4);
-    EXPECT_EQ(fwd(elem, 64 * n + 1).threads_per_row, 128);
-    EXPECT_EQ(fwd(elem, 64 * n + 1).rows_per_cta, 2);
+    EXPECT_EQ(fwd(elem, 16 * n + 1).vecs_per_thread, 5);
+    EXPECT_EQ(fwd(elem, 20 * n + 1).vecs_per_thread, elem == 2 ? 6 : 8);  // fp32: no 96 bytes
+    EXPECT_EQ(fwd(elem, 32 * n).vecs_per_thread, 8);
+    EXPECT_EQ(fwd(elem, 32 * n + 1).threads_per_row, 32);
+    EXPECT_EQ(fwd(elem, 32 * n + 1).vecs_per_thread, 9);
+    EXPECT_EQ(fwd(elem, 36 * n + 1).threads_per_row, 64);
+    EXPECT_EQ(fwd(elem, 36 * n + 1).rows_per_cta, 4);
+    EXPECT_EQ(fwd(elem, 36 * n + 1).vecs_per_thread, 5);
+    EXPECT_EQ(fwd(elem, 64 * n + 1).threads_per_row, 64);
+    EXPECT_EQ(fwd(elem, 64 * n + 1).vecs_per_thread, 9);
+    EXPECT_EQ(fwd(elem, 72 * n + 1).threads_per_row, 128);
+    EXPECT_EQ(fwd(elem, 72 * n + 1).rows_per_cta, 2);
+    EXPECT_EQ(fwd(elem, 144 * n + 1).threads_per_row, 256);
+    EXPECT_EQ(fwd(elem, 144 * n + 1).vecs_per_thread, 5);
     // One 256-thread CTA holds 32 KB (8K fp32, 16K bf16/fp16 elements); clusters beyond (in
     // registers for fp32; 16-bit rows are staged, see below).
     EXPECT_EQ(fwd(elem, 256 * n).algo, algorithm::registers);

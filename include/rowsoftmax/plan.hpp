@@ -106,44 +106,78 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // one CTA's share where clusters are unavailable; CTAs of 256 bytes a thread hold the longest
 // forward register rows. Streaming tiles are 256 threads x 128 bytes. Staged CTAs (forward)
 // hold their 128 or 256 bytes a thread in shared memory instead of registers.
+//
+// Whole-warp rows of one CTA also come in 80, 96, 112 and (but 256 threads) 144 bytes a thread
+// (5-9 vectors), so that each row takes the smallest that holds it (one_cta_planned) and leaves
+// at most a fifth of its slots idle, not up to half: an idle slot costs its exps and conversions
+// like a full one, which the 16-bit kernels, issuing an instruction most cycles, pay in speed. On
+// the H200 (rows*cols = 2^27, README "Tuning notes" 56) bf16 forward 4097 columns ran at 93% of
+// copy in 64 threads of 144 bytes against 58% in 128 of 128 bytes, 2049 at 94% against 56%, 5000
+// at 84% against 72%; bf16 backward 4097 at 101% against 68%; fp32 forward 4097 at 98% against 91%.
 inline constexpr kernel_config kernel_configs[] = {
     {algorithm::registers, 1, 128, 128, false, true},        // 0
     {algorithm::registers, 2, 128, 128, false, true},        // 1
     {algorithm::registers, 4, 128, 128, false, true},        // 2
     {algorithm::registers, 8, 128, 128, false, true},        // 3
     {algorithm::registers, 16, 128, 128, false, true},       // 4
-    {algorithm::registers, 32, 128, 256, false, true},       // 5
-    {algorithm::registers, 64, 128, 256, false, true},       // 6
-    {algorithm::registers, 128, 128, 256, false, true},      // 7
-    {algorithm::registers, 256, 128, 256, false, true},      // 8
-    {algorithm::registers, 512, 128, 512, false, false},     // 9: without clusters
-    {algorithm::cluster, 128, 128, 128, true, false},        // 10
-    {algorithm::cluster, 256, 128, 256, true, false},        // 11
-    {algorithm::cluster, 256, 256, 256, true, false},        // 12
-    {algorithm::streaming, 256, 128, 256, false, true},      // 13
-    {algorithm::streaming, 256, 128, 256, true, true},       // 14
-    {algorithm::split, 256, 128, 256, false, true},          // 15
-    {algorithm::staged, 256, 128, 256, true, false},         // 16: forward only
-    {algorithm::staged, 256, 256, 256, true, false},         // 17: forward only
-    {algorithm::staged_split, 256, 128, 256, false, false},  // 18: forward only
+    {algorithm::registers, 32, 80, 256, false, false},       // 5
+    {algorithm::registers, 32, 96, 256, false, false},       // 6
+    {algorithm::registers, 32, 112, 256, false, false},      // 7
+    {algorithm::registers, 32, 128, 256, false, true},       // 8
+    {algorithm::registers, 32, 144, 256, false, false},      // 9
+    {algorithm::registers, 64, 80, 256, false, false},       // 10
+    {algorithm::registers, 64, 96, 256, false, false},       // 11
+    {algorithm::registers, 64, 112, 256, false, false},      // 12
+    {algorithm::registers, 64, 128, 256, false, true},       // 13
+    {algorithm::registers, 64, 144, 256, false, false},      // 14
+    {algorithm::registers, 128, 80, 256, false, false},      // 15
+    {algorithm::registers, 128, 96, 256, false, false},      // 16
+    {algorithm::registers, 128, 112, 256, false, false},     // 17
+    {algorithm::registers, 128, 128, 256, false, true},      // 18
+    {algorithm::registers, 128, 144, 256, false, false},     // 19
+    {algorithm::registers, 256, 80, 256, false, false},      // 20
+    {algorithm::registers, 256, 96, 256, false, false},      // 21
+    {algorithm::registers, 256, 112, 256, false, false},     // 22
+    {algorithm::registers, 256, 128, 256, false, true},      // 23
+    {algorithm::registers, 512, 128, 512, false, false},     // 24: without clusters
+    {algorithm::cluster, 128, 128, 128, true, false},        // 25
+    {algorithm::cluster, 256, 128, 256, true, false},        // 26
+    {algorithm::cluster, 256, 256, 256, true, false},        // 27
+    {algorithm::streaming, 256, 128, 256, false, true},      // 28
+    {algorithm::streaming, 256, 128, 256, true, true},       // 29
+    {algorithm::split, 256, 128, 256, false, true},          // 30
+    {algorithm::staged, 256, 128, 256, true, false},         // 31: forward only
+    {algorithm::staged, 256, 256, 256, true, false},         // 32: forward only
+    {algorithm::staged_split, 256, 128, 256, false, false},  // 33: forward only
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
 
-inline constexpr int last_cta_config = 8;         // the largest one-CTA configuration with clusters
-inline constexpr int wide_cta_config = 9;         // one 512-thread CTA, used without clusters
-inline constexpr int narrow_cluster_config = 10;  // 128-thread CTAs: finer shares
-inline constexpr int cluster_config = 11;
-inline constexpr int wide_cluster_config = 12;
-inline constexpr int streaming_config = 13;
-inline constexpr int streaming_cluster_config = 14;
-inline constexpr int split_config = 15;
-inline constexpr int staged_config = 16;
-inline constexpr int wide_staged_config = 17;  // 64 KB CTAs for rows 16 of 32 KB do not hold
-inline constexpr int staged_split_config = 18;
+inline constexpr int last_cta_config = 23;        // the largest one-CTA configuration with clusters
+inline constexpr int wide_cta_config = 24;        // one 512-thread CTA, used without clusters
+inline constexpr int narrow_cluster_config = 25;  // 128-thread CTAs: finer shares
+inline constexpr int cluster_config = 26;
+inline constexpr int wide_cluster_config = 27;
+inline constexpr int streaming_config = 28;
+inline constexpr int streaming_cluster_config = 29;
+inline constexpr int split_config = 30;
+inline constexpr int staged_config = 31;
+inline constexpr int wide_staged_config = 32;  // 64 KB CTAs for rows 16 of 32 KB do not hold
+inline constexpr int staged_split_config = 33;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
+}
+
+/// Whether the planner gives rows of `elem_size`-byte elements at vector width `vec` the one-CTA
+/// register configuration `c`: the scalar fallback only those instantiated for it (scalar_ok);
+/// fp32 rows not those of 96 and 112 bytes a thread, with which fp32 ran up to 7 points slower on
+/// the H200 than in 128 bytes with a quarter of the slots idle (3000 columns forward 92% of copy
+/// against 99%, 6000 95% against 98.5%), where 80 and 144 bytes ran faster (README, "Tuning
+/// notes" 56).
+constexpr bool one_cta_planned(kernel_config const& c, int vec, std::size_t elem_size) noexcept {
+  if (vec == 1) return c.scalar_ok;
+  return elem_size != 4 || c.bytes == 80 || c.bytes >= 128;
 }
 
 /// Vector slots per thread for a configuration at vector width `vec` (elements of
@@ -458,7 +492,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 ///
 /// Pure and constexpr: depends only on its arguments. Rows that one 256-thread CTA holds
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
-/// that holds them (sub-warp rows share a warp); longer rows the fewest CTAs of a cluster (up
+/// that holds them (sub-warp rows share a warp; whole-warp rows take 80 to 144 bytes a thread,
+/// see one_cta_planned); longer rows the fewest CTAs of a cluster (up
 /// to `limits.max_cluster_size`) that hold them: forward rows in launches of a few rows (at most
 /// two CTAs an SM) in 128-thread CTAs at 128 bytes a thread, the most CTAs; other 16-bit forward
 /// rows in shared memory (staged, 32 KB a CTA, or 64 KB beyond 16 of those), and so fp32 forward
@@ -489,8 +524,10 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     return window_capacity(kernel_configs[config], vec, elem_size, cluster);
   };
 
+  // The smallest one-CTA configuration that holds the row, of those planned (one_cta_planned).
   for (int i = 0; i <= last_cta_config; ++i)
-    if (windows <= capacity(i, 1)) return make_plan(i, layout, rows, windows, elem_size);
+    if (one_cta_planned(kernel_configs[i], vec, elem_size) && windows <= capacity(i, 1))
+      return make_plan(i, layout, rows, windows, elem_size);
   if (vec > 1) {
     if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
       return make_plan(wide_cta_config, layout, rows, windows, elem_size);
