@@ -263,6 +263,10 @@ void register_type() {
           full.config = c;
       if (planned.algo != algorithm::registers || full.config == planned.config) full = {};
       for (forced_config config : {forced_config{}, full}) {
+        // The planned row of a sweep shape is the sweep's.
+        if (config.config < 0 &&
+            std::find(std::begin(sweep), std::end(sweep), cols) != std::end(sweep))
+          continue;
         const std::string name = std::string(d) + "/" + dtype_name<T>() +
                                  "/fill/cols:" + std::to_string(cols) +
                                  (config.config < 0 ? "" : "/full");
