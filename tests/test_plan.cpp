@@ -115,10 +115,11 @@ TEST(Plan, RegisterTierIsTheSmallestThatFits) {
           if (p.config > rs::detail::last_cta_config) continue;
           ASSERT_TRUE(rs::detail::one_cta_planned(kernel_configs[p.config], vec, elem));
           // No planned configuration before it would have held the row.
-          for (int c = 0; c < p.config; ++c)
-            if (rs::detail::one_cta_planned(kernel_configs[c], vec, elem))
-              ASSERT_LT(window_capacity(kernel_configs[c], vec, elem), p.windows)
-                  << "cols=" << cols << " config " << c << " before " << p.config;
+          for (int c = 0; c < p.config; ++c) {
+            if (!rs::detail::one_cta_planned(kernel_configs[c], vec, elem)) continue;
+            ASSERT_LT(window_capacity(kernel_configs[c], vec, elem), p.windows)
+                << "cols=" << cols << " config " << c << " before " << p.config;
+          }
         }
       }
     }
