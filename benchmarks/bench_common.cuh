@@ -246,10 +246,10 @@ void register_type() {
           ->MinTime(0.1)
           ->Unit(benchmark::kMicrosecond);
     }
-    // Rows of one CTA that fill part of its threads' 128 bytes (rows*cols = 2^27; odd cols, so
-    // misaligned rows): planned, and forced through the smallest configuration of 128 bytes a
-    // thread that holds the row, which the planner took before it took the others (the A/B of
-    // README "Tuning notes" 56).
+    // Rows of one CTA that fill part of its threads' 128 bytes (rows*cols = 2^27; rows of cols
+    // not a multiple of the vector misaligned): planned, and forced through the smallest
+    // configuration of 128 bytes a thread that holds the row, which the planner took before it took
+    // the others (the A/B of README "Tuning notes" 56).
     for (std::int64_t cols :
          {1100, 2049, 2200, 3000, 4097, 4500, 5000, 6000, 7000, 8193, 9000, 10000, 12000}) {
       const std::int64_t rows = sweep_elems / cols;

@@ -75,9 +75,10 @@ struct kernel_shape {
   static_assert(V == 16 / sizeof(typename Op::value_type) || (V == 1 && config.scalar_ok),
                 "vector width: 16 bytes, or the scalar fallback where configured");
   static_assert(slots >= 1 && (V * slots * sizeof(typename Op::value_type)) % 16 == 0);
-  // Registers: the row data a thread holds plus a slack of 48 (ctas_per_sm), so that 256-thread
-  // CTAs of one-tensor rows (32 data registers) keep 3 CTAs an SM and of two-tensor rows 2 (and
-  // 16-bit forward split CTAs, which count their data twice for their register tile, 2). Without a
+  // Registers: the row data a thread holds plus a slack of 48 (ctas_per_sm; 44 for 16-bit forward
+  // CTAs of 80 bytes a thread, four an SM), so that 256-thread CTAs of one-tensor rows (32 data
+  // registers) keep 3 CTAs an SM and of two-tensor rows 2 (and 16-bit forward split CTAs, which
+  // count their data twice for their register tile, 2). Without a
   // bound, 16-bit rows were scheduled into ~110 registers (all exps of a thread in flight);
   // slacks of 32 and of none measured worse (README, "Tuning notes").
   // Except two-tensor rows of at most a warp: unbounded (167 registers for 16-bit, fewer CTAs)
