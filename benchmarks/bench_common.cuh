@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <type_traits>
@@ -229,6 +230,55 @@ void register_float();
 void register_half();
 void register_bf16();
 
+/// Tuning probes, from the environment: ROWSOFTMAX_BENCH_PROBE holds entries
+/// "dir:dtype:rows:cols:config[:cluster]" (dir fwd or bwd; config -1: the planned call; not the
+/// split configurations, which need a workspace),
+/// separated by spaces or commas, each registered as
+/// "probe/<direction>/<dtype>/rows:R/cols:C/config:CxN" and run through that configuration, so
+/// that configurations the planner does not pick can be timed without a rebuild. Malformed
+/// entries are reported and skipped.
+template <class T>
+void register_probes() {
+  char const* env = std::getenv("ROWSOFTMAX_BENCH_PROBE");
+  if (env == nullptr) return;
+  std::string list = env;
+  for (char& ch : list)
+    if (ch == ',') ch = ' ';
+  std::size_t at = 0;
+  while (at < list.size()) {
+    const std::size_t end = std::min(list.find(' ', at), list.size());
+    const std::string entry = list.substr(at, end - at);
+    at = end + 1;
+    if (entry.empty()) continue;
+    char dir[8] = {}, dtype[8] = {};
+    long long rows = 0, cols = 0;
+    int config = -1, cluster = 1;
+    const int n = std::sscanf(entry.c_str(), "%7[a-z]:%7[a-z0-9]:%lld:%lld:%d:%d", dir, dtype,
+                              &rows, &cols, &config, &cluster);
+    const bool fwd = std::string(dir) == "fwd", bwd = std::string(dir) == "bwd";
+    if (n < 5 || !(fwd || bwd) || rows < 1 || cols < 1 || config < -1 ||
+        config >= detail::num_kernel_configs || cluster < 1 ||
+        (config >= 0 && detail::splits(detail::kernel_configs[config])) ||
+        rows * cols * static_cast<long long>(sizeof(T)) > static_cast<long long>(pool::bytes)) {
+      std::fprintf(stderr, "ROWSOFTMAX_BENCH_PROBE: skipped '%s'\n", entry.c_str());
+      continue;
+    }
+    if (std::string(dtype) != dtype_name<T>()) continue;
+    const direction d = fwd ? direction::forward : direction::backward;
+    const forced_config forced{config, config < 0 ? 1 : cluster};
+    const std::string name = std::string("probe/") + (fwd ? "forward/" : "backward/") +
+                             dtype_name<T>() + "/rows:" + std::to_string(rows) +
+                             "/cols:" + std::to_string(cols) + "/config:" + std::to_string(config) +
+                             "x" + std::to_string(forced.cluster);
+    benchmark::RegisterBenchmark(
+        name.c_str(),
+        [=](benchmark::State& s) { softmax_benchmark<T>(s, name, d, rows, cols, forced); })
+        ->UseManualTime()
+        ->MinTime(0.1)
+        ->Unit(benchmark::kMicrosecond);
+  }
+}
+
 template <class T>
 void register_type() {
   const std::int64_t sweep[] = {256,   512,   1000,  1024,  2048,   4096,   4097,   8192,  16384,
@@ -250,8 +300,8 @@ void register_type() {
     // not a multiple of the vector misaligned): planned, and forced through the smallest
     // configuration of 128 bytes a thread that holds the row, which the planner took before it took
     // the others (the A/B of README "Tuning notes" 56).
-    for (std::int64_t cols :
-         {1100, 2049, 2200, 3000, 4097, 4500, 5000, 6000, 7000, 8193, 9000, 10000, 12000}) {
+    for (std::int64_t cols : {260, 300, 520, 700, 1100, 2049, 2200, 3000, 4097, 4500, 5000, 6000,
+                              7000, 8193, 9000, 10000, 12000}) {
       const std::int64_t rows = sweep_elems / cols;
       const int vec = static_cast<int>(16 / sizeof(T));
       const plan planned = plan_for<T>(dir, rows, cols, {vec, cols % vec != 0}, device_limits{});
@@ -301,6 +351,7 @@ void register_type() {
       }
     }
   }
+  register_probes<T>();
 }
 
 }  // namespace rowsoftmax::bench
