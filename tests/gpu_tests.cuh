@@ -222,15 +222,15 @@ TYPED_TEST_P(Gpu, RandomShapes) {
 }
 
 // Every kernel configuration that can hold the row (and every streaming one), forced through
-// the dispatcher (600 columns: every one-CTA configuration of whole warps, also those the
-// planner gives 16-bit rows alone), clustered ones with the fewest CTAs that hold the row and with
-// 16: the plans other devices (sm_80, no size-16 clusters) get, clusters whose CTAs own a few
-// windows each, and streaming over rows that fit one tile. The staged configurations run forward
-// only (every element type; the planner stages 16-bit rows, and fp32 rows only in launches of 3-60
-// staged CTAs an SM) and refuse backward.
+// the dispatcher (130 columns: every one-CTA configuration of 4 to 16 threads a row, 600: of
+// whole warps, also those the planner gives 16-bit rows alone), clustered ones with the fewest CTAs
+// that hold the row and with 16: the plans other devices (sm_80, no size-16 clusters) get, clusters
+// whose CTAs own a few windows each, and streaming over rows that fit one tile. The staged
+// configurations run forward only (every element type; the planner stages 16-bit rows, and fp32
+// rows only in launches of 3-60 staged CTAs an SM) and refuse backward.
 TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
   using T = TypeParam;
-  for (std::int64_t cols : {600, 5000, 70000})
+  for (std::int64_t cols : {130, 600, 5000, 70000})
     for (shape s : layouts<T>(5, cols)) {
       const row_layout layout = layout_for<T>(s);
       for (int c = 0; c < detail::num_kernel_configs; ++c) {

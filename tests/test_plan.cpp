@@ -125,17 +125,17 @@ TEST(Plan, RegisterTierIsTheSmallestThatFits) {
     }
 }
 
-// Whole-warp rows of one CTA take 80-144 bytes a thread, so that few of their slots are idle:
-// 16-bit rows fill more than four fifths of them, fp32 rows (no 96 or 112 bytes) more than five
-// eighths; with 128 bytes alone, rows just above a power of two filled half.
-TEST(Plan, WholeWarpRowsLeaveFewSlotsIdle) {
+// Rows of one CTA of 4 or more threads take 80-144 bytes a thread, so that few of their slots
+// are idle: 16-bit rows fill more than four fifths of them, fp32 rows (no 96 or 112 bytes) more
+// than five eighths; with 128 bytes alone, rows just above a power of two filled half.
+TEST(Plan, RowsOfFourThreadsOrMoreLeaveFewSlotsIdle) {
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
     const int vec = static_cast<int>(16 / elem);
     for (bool shifted : {false, true})
       for (auto dir : {rs::direction::forward, rs::direction::backward})
         for (std::int64_t cols = 1; cols <= 16384; ++cols) {
           const rs::plan p = rs::plan_for(dir, 5, cols, elem, {vec, shifted}, h200);
-          if (p.algo != algorithm::registers || p.threads_per_row < 32) continue;
+          if (p.algo != algorithm::registers || p.threads_per_row < 4) continue;
           const std::int64_t slots = std::int64_t{p.threads_per_row} * p.vecs_per_thread;
           if (elem == 2) {
             ASSERT_GT(5 * p.windows, 4 * slots) << "cols=" << cols << " " << rs::to_string(p);
@@ -159,10 +159,22 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 8 * n).vecs_per_thread * fwd(elem, 8 * n).vec, n);
     EXPECT_EQ(fwd(elem, n).threads_per_row, 1);
     EXPECT_EQ(fwd(elem, n + 1).threads_per_row, 2);
+    // From 4 threads a row on, 5 to 9 vectors a thread (fp32: no 6 or 7), still 128-thread CTAs.
+    EXPECT_EQ(fwd(elem, 2 * n + 1).threads_per_row, 4);
+    EXPECT_EQ(fwd(elem, 2 * n + 1).vecs_per_thread, 5);
+    EXPECT_EQ(fwd(elem, 2 * n + 1).threads_per_cta, 128);
+    EXPECT_EQ(fwd(elem, 8 * n + 1).threads_per_row, 8);
+    EXPECT_EQ(fwd(elem, 8 * n + 1).vecs_per_thread, 9);
+    EXPECT_EQ(fwd(elem, 8 * n + 1).rows_per_cta, 16);
+    EXPECT_EQ(fwd(elem, 9 * n + 1).threads_per_row, 16);
+    EXPECT_EQ(fwd(elem, 9 * n + 1).vecs_per_thread, 5);
+    EXPECT_EQ(fwd(elem, 10 * n + 1).vecs_per_thread, elem == 2 ? 6 : 8);
+    EXPECT_EQ(fwd(elem, 16 * n + 1).threads_per_row, 16);
+    EXPECT_EQ(fwd(elem, 16 * n + 1).vecs_per_thread, 9);
     // Whole warps: powers of two, several rows to a 256-thread CTA, 5 to 9 vectors a thread.
-    EXPECT_EQ(fwd(elem, 16 * n + 1).threads_per_row, 32);
-    EXPECT_EQ(fwd(elem, 16 * n + 1).rows_per_cta, 8);
-    EXPECT_EQ(fwd(elem, 16 * n + 1).vecs_per_thread, 5);
+    EXPECT_EQ(fwd(elem, 18 * n + 1).threads_per_row, 32);
+    EXPECT_EQ(fwd(elem, 18 * n + 1).rows_per_cta, 8);
+    EXPECT_EQ(fwd(elem, 18 * n + 1).vecs_per_thread, 5);
     EXPECT_EQ(fwd(elem, 20 * n + 1).vecs_per_thread, elem == 2 ? 6 : 8);  // fp32: no 96 bytes
     EXPECT_EQ(fwd(elem, 32 * n).vecs_per_thread, 8);
     EXPECT_EQ(fwd(elem, 32 * n + 1).threads_per_row, 32);

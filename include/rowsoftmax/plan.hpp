@@ -107,10 +107,11 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // forward register rows. Streaming tiles are 256 threads x 128 bytes. Staged CTAs (forward)
 // hold their 128 or 256 bytes a thread in shared memory instead of registers.
 //
-// Whole-warp rows of one CTA also come in 80, 96, 112 and (but 256 threads) 144 bytes a thread
-// (5-9 vectors), so that each row takes the smallest that holds it (one_cta_planned) and leaves
-// at most a fifth of its slots idle, not up to half: an idle slot costs its exps and conversions
-// like a full one, which the 16-bit kernels, issuing an instruction most cycles, pay in speed. On
+// Rows of one CTA of 4 to 128 threads also come in 80, 96, 112 and 144 bytes a thread (256
+// threads: 80-112; 5-9 vectors), so that each row takes the smallest that holds it
+// (one_cta_planned) and leaves at most a fifth of its slots idle, not up to half: an idle slot
+// costs its exps and conversions like a full one, which the 16-bit kernels, issuing an
+// instruction most cycles, pay in speed. On
 // the H200 (rows*cols = 2^27, README "Tuning notes" 56) bf16 forward 4097 columns ran at 93% of
 // copy in 64 threads of 144 bytes against 58% in 128 of 128 bytes, 2049 at 94% against 56%, 5000
 // at 95.5% against 74% (80 bytes, four CTAs an SM: ctas_per_sm); bf16 backward 4097 at 101%
@@ -118,53 +119,65 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 inline constexpr kernel_config kernel_configs[] = {
     {algorithm::registers, 1, 128, 128, false, true},        // 0
     {algorithm::registers, 2, 128, 128, false, true},        // 1
-    {algorithm::registers, 4, 128, 128, false, true},        // 2
-    {algorithm::registers, 8, 128, 128, false, true},        // 3
-    {algorithm::registers, 16, 128, 128, false, true},       // 4
-    {algorithm::registers, 32, 80, 256, false, false},       // 5
-    {algorithm::registers, 32, 96, 256, false, false},       // 6
-    {algorithm::registers, 32, 112, 256, false, false},      // 7
-    {algorithm::registers, 32, 128, 256, false, true},       // 8
-    {algorithm::registers, 32, 144, 256, false, false},      // 9
-    {algorithm::registers, 64, 80, 256, false, false},       // 10
-    {algorithm::registers, 64, 96, 256, false, false},       // 11
-    {algorithm::registers, 64, 112, 256, false, false},      // 12
-    {algorithm::registers, 64, 128, 256, false, true},       // 13
-    {algorithm::registers, 64, 144, 256, false, false},      // 14
-    {algorithm::registers, 128, 80, 256, false, false},      // 15
-    {algorithm::registers, 128, 96, 256, false, false},      // 16
-    {algorithm::registers, 128, 112, 256, false, false},     // 17
-    {algorithm::registers, 128, 128, 256, false, true},      // 18
-    {algorithm::registers, 128, 144, 256, false, false},     // 19
-    {algorithm::registers, 256, 80, 256, false, false},      // 20
-    {algorithm::registers, 256, 96, 256, false, false},      // 21
-    {algorithm::registers, 256, 112, 256, false, false},     // 22
-    {algorithm::registers, 256, 128, 256, false, true},      // 23
-    {algorithm::registers, 512, 128, 512, false, false},     // 24: without clusters
-    {algorithm::cluster, 128, 128, 128, true, false},        // 25
-    {algorithm::cluster, 256, 128, 256, true, false},        // 26
-    {algorithm::cluster, 256, 256, 256, true, false},        // 27
-    {algorithm::streaming, 256, 128, 256, false, true},      // 28
-    {algorithm::streaming, 256, 128, 256, true, true},       // 29
-    {algorithm::split, 256, 128, 256, false, true},          // 30
-    {algorithm::staged, 256, 128, 256, true, false},         // 31: forward only
-    {algorithm::staged, 256, 256, 256, true, false},         // 32: forward only
-    {algorithm::staged_split, 256, 128, 256, false, false},  // 33: forward only
+    {algorithm::registers, 4, 80, 128, false, false},        // 2
+    {algorithm::registers, 4, 96, 128, false, false},        // 3
+    {algorithm::registers, 4, 112, 128, false, false},       // 4
+    {algorithm::registers, 4, 128, 128, false, true},        // 5
+    {algorithm::registers, 4, 144, 128, false, false},       // 6
+    {algorithm::registers, 8, 80, 128, false, false},        // 7
+    {algorithm::registers, 8, 96, 128, false, false},        // 8
+    {algorithm::registers, 8, 112, 128, false, false},       // 9
+    {algorithm::registers, 8, 128, 128, false, true},        // 10
+    {algorithm::registers, 8, 144, 128, false, false},       // 11
+    {algorithm::registers, 16, 80, 128, false, false},       // 12
+    {algorithm::registers, 16, 96, 128, false, false},       // 13
+    {algorithm::registers, 16, 112, 128, false, false},      // 14
+    {algorithm::registers, 16, 128, 128, false, true},       // 15
+    {algorithm::registers, 16, 144, 128, false, false},      // 16
+    {algorithm::registers, 32, 80, 256, false, false},       // 17
+    {algorithm::registers, 32, 96, 256, false, false},       // 18
+    {algorithm::registers, 32, 112, 256, false, false},      // 19
+    {algorithm::registers, 32, 128, 256, false, true},       // 20
+    {algorithm::registers, 32, 144, 256, false, false},      // 21
+    {algorithm::registers, 64, 80, 256, false, false},       // 22
+    {algorithm::registers, 64, 96, 256, false, false},       // 23
+    {algorithm::registers, 64, 112, 256, false, false},      // 24
+    {algorithm::registers, 64, 128, 256, false, true},       // 25
+    {algorithm::registers, 64, 144, 256, false, false},      // 26
+    {algorithm::registers, 128, 80, 256, false, false},      // 27
+    {algorithm::registers, 128, 96, 256, false, false},      // 28
+    {algorithm::registers, 128, 112, 256, false, false},     // 29
+    {algorithm::registers, 128, 128, 256, false, true},      // 30
+    {algorithm::registers, 128, 144, 256, false, false},     // 31
+    {algorithm::registers, 256, 80, 256, false, false},      // 32
+    {algorithm::registers, 256, 96, 256, false, false},      // 33
+    {algorithm::registers, 256, 112, 256, false, false},     // 34
+    {algorithm::registers, 256, 128, 256, false, true},      // 35
+    {algorithm::registers, 512, 128, 512, false, false},     // 36: without clusters
+    {algorithm::cluster, 128, 128, 128, true, false},        // 37
+    {algorithm::cluster, 256, 128, 256, true, false},        // 38
+    {algorithm::cluster, 256, 256, 256, true, false},        // 39
+    {algorithm::streaming, 256, 128, 256, false, true},      // 40
+    {algorithm::streaming, 256, 128, 256, true, true},       // 41
+    {algorithm::split, 256, 128, 256, false, true},          // 42
+    {algorithm::staged, 256, 128, 256, true, false},         // 43: forward only
+    {algorithm::staged, 256, 256, 256, true, false},         // 44: forward only
+    {algorithm::staged_split, 256, 128, 256, false, false},  // 45: forward only
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
 
-inline constexpr int last_cta_config = 23;        // the largest one-CTA configuration with clusters
-inline constexpr int wide_cta_config = 24;        // one 512-thread CTA, used without clusters
-inline constexpr int narrow_cluster_config = 25;  // 128-thread CTAs: finer shares
-inline constexpr int cluster_config = 26;
-inline constexpr int wide_cluster_config = 27;
-inline constexpr int streaming_config = 28;
-inline constexpr int streaming_cluster_config = 29;
-inline constexpr int split_config = 30;
-inline constexpr int staged_config = 31;
-inline constexpr int wide_staged_config = 32;  // 64 KB CTAs for rows 16 of 32 KB do not hold
-inline constexpr int staged_split_config = 33;
+inline constexpr int last_cta_config = 35;        // the largest one-CTA configuration with clusters
+inline constexpr int wide_cta_config = 36;        // one 512-thread CTA, used without clusters
+inline constexpr int narrow_cluster_config = 37;  // 128-thread CTAs: finer shares
+inline constexpr int cluster_config = 38;
+inline constexpr int wide_cluster_config = 39;
+inline constexpr int streaming_config = 40;
+inline constexpr int streaming_cluster_config = 41;
+inline constexpr int split_config = 42;
+inline constexpr int staged_config = 43;
+inline constexpr int wide_staged_config = 44;  // 64 KB CTAs for rows 16 of 32 KB do not hold
+inline constexpr int staged_split_config = 45;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -498,8 +511,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 ///
 /// Pure and constexpr: depends only on its arguments. Rows that one 256-thread CTA holds
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
-/// that holds them (sub-warp rows share a warp; whole-warp rows take 80 to 144 bytes a thread,
-/// see one_cta_planned); longer rows the fewest CTAs of a cluster (up
+/// that holds them (sub-warp rows share a warp; rows of 4 or more threads take 80 to 144 bytes a
+/// thread, see one_cta_planned); longer rows the fewest CTAs of a cluster (up
 /// to `limits.max_cluster_size`) that hold them: forward rows in launches of a few rows (at most
 /// two CTAs an SM) in 128-thread CTAs at 128 bytes a thread, the most CTAs; other 16-bit forward
 /// rows in shared memory (staged, 32 KB a CTA, or 64 KB beyond 16 of those), and so fp32 forward
