@@ -107,35 +107,54 @@ TEST(Plan, RegisterTierIsTheSmallestThatFits) {
         EXPECT_LE(window_capacity(kernel_configs[c - 1], vec, elem),
                   window_capacity(kernel_configs[c], vec, elem))
             << "config " << c;
-      for (bool shifted : {false, true}) {
-        if (vec == 1 && shifted) continue;
-        for (std::int64_t cols = 1; cols <= 40000; ++cols) {
-          const rs::plan p =
-              rs::plan_for(rs::direction::forward, 5, cols, elem, {vec, shifted}, h200);
-          if (p.config > rs::detail::last_cta_config) continue;
-          ASSERT_TRUE(rs::detail::one_cta_planned(kernel_configs[p.config], vec, elem));
-          // No planned configuration before it would have held the row.
-          for (int c = 0; c < p.config; ++c) {
-            if (!rs::detail::one_cta_planned(kernel_configs[c], vec, elem)) continue;
-            ASSERT_LT(window_capacity(kernel_configs[c], vec, elem), p.windows)
-                << "cols=" << cols << " config " << c << " before " << p.config;
+      for (auto dir : {rs::direction::forward, rs::direction::backward})
+        for (bool shifted : {false, true}) {
+          if (vec == 1 && shifted) continue;
+          for (std::int64_t cols = 1; cols <= 40000; ++cols) {
+            const rs::plan p = rs::plan_for(dir, 5, cols, elem, {vec, shifted}, h200);
+            if (p.config > rs::detail::last_cta_config) continue;
+            ASSERT_TRUE(rs::detail::one_cta_planned(kernel_configs[p.config], dir, vec, elem));
+            // No planned configuration before it would have held the row.
+            for (int c = 0; c < p.config; ++c) {
+              if (!rs::detail::one_cta_planned(kernel_configs[c], dir, vec, elem)) continue;
+              ASSERT_LT(window_capacity(kernel_configs[c], vec, elem), p.windows)
+                  << "cols=" << cols << " config " << c << " before " << p.config;
+            }
           }
         }
-      }
     }
 }
 
-// Rows of one CTA of 4 or more threads take 80-144 bytes a thread, so that few of their slots
-// are idle: 16-bit rows fill more than four fifths of them, fp32 rows (no 96 or 112 bytes) more
-// than five eighths; with 128 bytes alone, rows just above a power of two filled half.
-TEST(Plan, RowsOfFourThreadsOrMoreLeaveFewSlotsIdle) {
+// The configurations planned besides those of 128 bytes a thread: 16-bit rows all of 4 threads
+// or more but backward 144 bytes at 32 threads or fewer, fp32 rows 80 and 144 bytes at 32 threads
+// or more.
+TEST(Plan, OneCtaConfigurationsPlannedForEachType) {
+  for (int c = 0; c <= rs::detail::last_cta_config; ++c) {
+    auto const& k = kernel_configs[c];
+    SCOPED_TRACE(c);
+    const bool whole_warps = k.threads_per_row >= 32;
+    for (auto dir : {rs::direction::forward, rs::direction::backward}) {
+      EXPECT_EQ(rs::detail::one_cta_planned(k, dir, 8, 2),
+                !(dir == rs::direction::backward && k.bytes == 144 && k.threads_per_row <= 32));
+      EXPECT_EQ(rs::detail::one_cta_planned(k, dir, 4, 4),
+                k.bytes == 128 || (whole_warps && (k.bytes == 80 || k.bytes == 144)));
+      EXPECT_EQ(rs::detail::one_cta_planned(k, dir, 1, 2), k.scalar_ok);
+    }
+  }
+}
+
+// Rows of one CTA take 80-144 bytes a thread, so that few of their slots are idle: 16-bit rows
+// of 4 threads or more fill more than four fifths of them, fp32 rows of whole warps (no 96 or
+// 112 bytes) more than five eighths; with 128 bytes alone, rows just above a power of two filled
+// half.
+TEST(Plan, RowsOfOneCtaLeaveFewSlotsIdle) {
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
     const int vec = static_cast<int>(16 / elem);
     for (bool shifted : {false, true})
       for (auto dir : {rs::direction::forward, rs::direction::backward})
         for (std::int64_t cols = 1; cols <= 16384; ++cols) {
           const rs::plan p = rs::plan_for(dir, 5, cols, elem, {vec, shifted}, h200);
-          if (p.algo != algorithm::registers || p.threads_per_row < 4) continue;
+          if (p.algo != algorithm::registers || p.threads_per_row < (elem == 2 ? 4 : 32)) continue;
           const std::int64_t slots = std::int64_t{p.threads_per_row} * p.vecs_per_thread;
           if (elem == 2) {
             ASSERT_GT(5 * p.windows, 4 * slots) << "cols=" << cols << " " << rs::to_string(p);
@@ -159,18 +178,25 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 8 * n).vecs_per_thread * fwd(elem, 8 * n).vec, n);
     EXPECT_EQ(fwd(elem, n).threads_per_row, 1);
     EXPECT_EQ(fwd(elem, n + 1).threads_per_row, 2);
-    // From 4 threads a row on, 5 to 9 vectors a thread (fp32: no 6 or 7), still 128-thread CTAs.
+    // 16-bit rows of 4 threads or more: 5 to 9 vectors a thread, still 128-thread CTAs; fp32 rows
+    // of fewer than 32 threads 8 vectors alone.
+    const int eight_or = elem == 2 ? 0 : 8;  // fp32's vectors where 16-bit rows take fewer or more
     EXPECT_EQ(fwd(elem, 2 * n + 1).threads_per_row, 4);
-    EXPECT_EQ(fwd(elem, 2 * n + 1).vecs_per_thread, 5);
+    EXPECT_EQ(fwd(elem, 2 * n + 1).vecs_per_thread, eight_or ? 8 : 5);
     EXPECT_EQ(fwd(elem, 2 * n + 1).threads_per_cta, 128);
-    EXPECT_EQ(fwd(elem, 8 * n + 1).threads_per_row, 8);
-    EXPECT_EQ(fwd(elem, 8 * n + 1).vecs_per_thread, 9);
-    EXPECT_EQ(fwd(elem, 8 * n + 1).rows_per_cta, 16);
+    EXPECT_EQ(fwd(elem, 8 * n + 1).threads_per_row, eight_or ? 16 : 8);
+    EXPECT_EQ(fwd(elem, 8 * n + 1).vecs_per_thread, eight_or ? 8 : 9);
+    EXPECT_EQ(fwd(elem, 8 * n + 1).rows_per_cta, eight_or ? 8 : 16);
     EXPECT_EQ(fwd(elem, 9 * n + 1).threads_per_row, 16);
-    EXPECT_EQ(fwd(elem, 9 * n + 1).vecs_per_thread, 5);
-    EXPECT_EQ(fwd(elem, 10 * n + 1).vecs_per_thread, elem == 2 ? 6 : 8);
-    EXPECT_EQ(fwd(elem, 16 * n + 1).threads_per_row, 16);
-    EXPECT_EQ(fwd(elem, 16 * n + 1).vecs_per_thread, 9);
+    EXPECT_EQ(fwd(elem, 9 * n + 1).vecs_per_thread, eight_or ? 8 : 5);
+    EXPECT_EQ(fwd(elem, 10 * n + 1).vecs_per_thread, eight_or ? 8 : 6);
+    EXPECT_EQ(fwd(elem, 16 * n + 1).threads_per_row, eight_or ? 32 : 16);
+    EXPECT_EQ(fwd(elem, 16 * n + 1).vecs_per_thread, eight_or ? 5 : 9);
+    // 16-bit backward: no 144 bytes at 32 threads or fewer.
+    const rs::plan b = rs::plan_for(rs::direction::backward, 1024, 16 * n + 1, elem,
+                                    {int(16 / elem), false}, h200);
+    EXPECT_EQ(b.threads_per_row, 32);
+    EXPECT_EQ(b.vecs_per_thread, 5);
     // Whole warps: powers of two, several rows to a 256-thread CTA, 5 to 9 vectors a thread.
     EXPECT_EQ(fwd(elem, 18 * n + 1).threads_per_row, 32);
     EXPECT_EQ(fwd(elem, 18 * n + 1).rows_per_cta, 8);

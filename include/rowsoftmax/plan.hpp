@@ -184,14 +184,22 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int6
 }
 
 /// Whether the planner gives rows of `elem_size`-byte elements at vector width `vec` the one-CTA
-/// register configuration `c`: the scalar fallback only those instantiated for it (scalar_ok);
-/// fp32 rows not those of 96 and 112 bytes a thread, with which fp32 ran up to 7 points slower on
-/// the H200 than in 128 bytes with a quarter of the slots idle (3000 columns forward 92% of copy
-/// against 99%, 6000 95% against 98.5%), where 80 and 144 bytes ran faster (README, "Tuning
-/// notes" 56).
-constexpr bool one_cta_planned(kernel_config const& c, int vec, std::size_t elem_size) noexcept {
+/// register configuration `c` for direction `dir`: the scalar fallback only those instantiated for
+/// it (scalar_ok). On the H200 (rows*cols = 2^27, README "Tuning notes" 56, 57):
+/// - fp32 rows not those of 96 and 112 bytes a thread, with which fp32 ran up to 7 points slower
+///   than in 128 bytes with a quarter of the slots idle (3000 columns forward 92% of copy against
+///   99%, 6000 95% against 98.5%), where 80 and 144 bytes ran faster; and rows of fewer than 32
+///   threads 128 bytes alone (forward 260 and 300 columns at 95% and 94% in 8 threads of 144 and
+///   16 of 80 bytes, against 99.6% and 99% in 16 threads of 128 bytes, half the slots idle);
+/// - 16-bit backward rows not 144 bytes a thread at 32 threads or fewer, whose kernels run
+///   unbounded (kernels.cuh) at 185-187 registers, 8 warps an SM: bf16 1100 columns ran at 86.5%
+///   in 16 threads of 144 bytes against 101% in 32 of 80, 260 columns at 81%.
+constexpr bool one_cta_planned(kernel_config const& c, direction dir, int vec,
+                               std::size_t elem_size) noexcept {
   if (vec == 1) return c.scalar_ok;
-  return elem_size != 4 || c.bytes == 80 || c.bytes >= 128;
+  if (elem_size == 4)
+    return c.bytes == 128 || (c.threads_per_row >= 32 && (c.bytes == 80 || c.bytes == 144));
+  return !(dir == direction::backward && c.bytes == 144 && c.threads_per_row <= 32);
 }
 
 /// Vector slots per thread for a configuration at vector width `vec` (elements of
@@ -545,7 +553,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
 
   // The smallest one-CTA configuration that holds the row, of those planned (one_cta_planned).
   for (int i = 0; i <= last_cta_config; ++i)
-    if (one_cta_planned(kernel_configs[i], vec, elem_size) && windows <= capacity(i, 1))
+    if (one_cta_planned(kernel_configs[i], dir, vec, elem_size) && windows <= capacity(i, 1))
       return make_plan(i, layout, rows, windows, elem_size);
   if (vec > 1) {
     if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
