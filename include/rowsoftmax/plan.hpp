@@ -263,10 +263,10 @@ constexpr int ctas_per_sm(kernel_config const& c, int tensors, std::size_t elem_
                             (staging_bytes(c) + cta_smem_reserve));
   const bool packed_tile = tensors == 1 && elem_size == 2 && keeps_last_tile(c, tensors, elem_size);
   const int data = c.bytes / 4 * (packed_tile ? 2 : tensors);
-  // 16-bit forward CTAs of 80 bytes a thread: a slack of 44, four CTAs an SM at 64 registers
-  // (no spills; ptxas, sm_90), for the bytes in flight: on the H200 (rows*cols = 2^27) bf16
-  // 5000 and 10000 columns ran at 95.5-96% of copy so, at three CTAs an SM 85.5-86.5%
-  // (README, "Tuning notes" 56).
+  // 16-bit forward CTAs of 80 bytes a thread: a slack of 44, four 256-thread (eight 128-thread)
+  // CTAs an SM at 64 registers (no spills; ptxas, sm_90), for the bytes in flight: on the H200
+  // (rows*cols = 2^27) bf16 5000 and 10000 columns ran at 95.5-96% of copy so, at three CTAs an
+  // SM 85.5-86.5% (README, "Tuning notes" 56).
   const int slack = tensors == 1 && elem_size == 2 && c.bytes == 80 ? 44 : 48;
   const int bound = 65536 / (c.threads_per_cta * (data + slack));
   return bound > 1 ? bound : 1;
