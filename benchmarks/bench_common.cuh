@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace rowsoftmax::bench {
@@ -230,6 +231,17 @@ void register_float();
 void register_half();
 void register_bf16();
 
+/// Registers one benchmark as every softmax benchmark here is run: its time set by the CUDA
+/// events (manual time), at least 0.1 s, in microseconds. Google Benchmark appends
+/// "/min_time:0.100/manual_time" to `name`.
+template <class F>
+void register_timed(std::string const& name, F&& body) {
+  benchmark::RegisterBenchmark(name.c_str(), std::forward<F>(body))
+      ->UseManualTime()
+      ->MinTime(0.1)
+      ->Unit(benchmark::kMicrosecond);
+}
+
 /// Tuning probes, from the environment: ROWSOFTMAX_BENCH_PROBE holds entries
 /// "dir:dtype:rows:cols:config[:cluster]" (dir fwd or bwd; config -1: the planned call; not the
 /// split configurations, which need a workspace),
@@ -270,12 +282,8 @@ void register_probes() {
                              dtype_name<T>() + "/rows:" + std::to_string(rows) +
                              "/cols:" + std::to_string(cols) + "/config:" + std::to_string(config) +
                              "x" + std::to_string(forced.cluster);
-    benchmark::RegisterBenchmark(
-        name.c_str(),
-        [=](benchmark::State& s) { softmax_benchmark<T>(s, name, d, rows, cols, forced); })
-        ->UseManualTime()
-        ->MinTime(0.1)
-        ->Unit(benchmark::kMicrosecond);
+    register_timed(
+        name, [=](benchmark::State& s) { softmax_benchmark<T>(s, name, d, rows, cols, forced); });
   }
 }
 
@@ -289,12 +297,8 @@ void register_type() {
       const std::int64_t rows = std::max<std::int64_t>(1, sweep_elems / cols);
       const std::string name =
           std::string(d) + "/" + dtype_name<T>() + "/cols:" + std::to_string(cols);
-      benchmark::RegisterBenchmark(
-          name.c_str(),
-          [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols); })
-          ->UseManualTime()
-          ->MinTime(0.1)
-          ->Unit(benchmark::kMicrosecond);
+      register_timed(name,
+                     [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols); });
     }
     // Rows of one CTA that fill part of its threads' 128 bytes (rows*cols = 2^27; rows of cols
     // not a multiple of the vector misaligned): planned, and forced through the smallest
@@ -320,12 +324,9 @@ void register_type() {
         const std::string name = std::string(d) + "/" + dtype_name<T>() +
                                  "/fill/cols:" + std::to_string(cols) +
                                  (config.config < 0 ? "" : "/full");
-        benchmark::RegisterBenchmark(
-            name.c_str(),
-            [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols, config); })
-            ->UseManualTime()
-            ->MinTime(0.1)
-            ->Unit(benchmark::kMicrosecond);
+        register_timed(name, [=](benchmark::State& s) {
+          softmax_benchmark<T>(s, name, dir, rows, cols, config);
+        });
         if (full.config < 0) break;  // planned as before: nothing to force
       }
     }
@@ -340,14 +341,9 @@ void register_type() {
         const std::string name = std::string(d) + "/" + dtype_name<T>() +
                                  (workspace ? "/long/workspace/cols:" : "/long/cols:") +
                                  std::to_string(cols);
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [=](benchmark::State& s) {
-                                       softmax_benchmark<T>(s, name, dir, rows, cols, {},
-                                                            workspace);
-                                     })
-            ->UseManualTime()
-            ->MinTime(0.1)
-            ->Unit(benchmark::kMicrosecond);
+        register_timed(name, [=](benchmark::State& s) {
+          softmax_benchmark<T>(s, name, dir, rows, cols, {}, workspace);
+        });
       }
     }
   }

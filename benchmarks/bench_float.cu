@@ -14,14 +14,9 @@ void register_forward(char const* group, std::int64_t rows, std::int64_t cols, f
                                               : "/config:" + std::to_string(config.config) + "x" +
                                                     std::to_string(config.cluster)) +
                            (queued ? "/queued" : "");
-  benchmark::RegisterBenchmark(name.c_str(),
-                               [=](benchmark::State& s) {
-                                 softmax_benchmark<float>(s, name, direction::forward, rows, cols,
-                                                          config, false, queued);
-                               })
-      ->UseManualTime()
-      ->MinTime(0.1)
-      ->Unit(benchmark::kMicrosecond);
+  register_timed(name, [=](benchmark::State& s) {
+    softmax_benchmark<float>(s, name, direction::forward, rows, cols, config, false, queued);
+  });
 }
 }  // namespace
 
