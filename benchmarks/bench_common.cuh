@@ -330,6 +330,30 @@ void register_type() {
         if (full.config < 0) break;  // planned as before: nothing to force
       }
     }
+    // Short rows (rows*cols = 2^27; rows of cols not a multiple of the vector misaligned):
+    // planned, and forced through the one-row-a-thread configuration the planner took before it
+    // gave rows of at most 16 vectors 8 rows a thread (the A/B of README "Tuning notes" 58).
+    for (std::int64_t cols : {4, 8, 13, 16, 32, 60, 64, 100, 128}) {
+      const std::int64_t rows = sweep_elems / cols;
+      const int vec = static_cast<int>(16 / sizeof(T));
+      const plan planned = plan_for<T>(dir, rows, cols, {vec, cols % vec != 0}, device_limits{});
+      forced_config one_row;
+      for (int c = 0; c <= detail::last_cta_config && one_row.config < 0; ++c)
+        if (detail::one_cta_planned(detail::kernel_configs[c], dir, vec, sizeof(T)) &&
+            detail::window_capacity(detail::kernel_configs[c], vec, sizeof(T), 1) >=
+                planned.windows)
+          one_row.config = c;
+      if (planned.rows_per_thread == 1) one_row = {};
+      for (forced_config config : {forced_config{}, one_row}) {
+        const std::string name = std::string(d) + "/" + dtype_name<T>() +
+                                 "/short/cols:" + std::to_string(cols) +
+                                 (config.config < 0 ? "" : "/one_row");
+        register_timed(name, [=](benchmark::State& s) {
+          softmax_benchmark<T>(s, name, dir, rows, cols, config);
+        });
+        if (one_row.config < 0) break;  // planned as before: nothing to force
+      }
+    }
     // Rows longer than a cluster holds: rows * cols = 2^27, at least 8 rows.
     for (int lg = 20; lg <= 24; ++lg) {
       const std::int64_t cols = std::int64_t{1} << lg;

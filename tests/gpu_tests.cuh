@@ -283,6 +283,38 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
     }
 }
 
+// Short rows, 8 a thread (configurations first_short_row_config..last_short_row_config): every
+// cols of at most 16 vectors, planned (aligned, misaligned, scalar) and forced through every
+// short-row configuration that holds the row, with enough rows that every thread's eight rows
+// hold some and the last CTA is part full; random and special values.
+TYPED_TEST_P(Gpu, ShortRowsSeveralAThread) {
+  using T = TypeParam;
+  const std::int64_t v = vec_of<T>();
+  for (std::int64_t cols = 1; cols <= 16 * v; cols += cols < 2 * v ? 1 : 3)
+    for (shape s : layouts<T>(3, cols)) {
+      const row_layout layout = layout_for<T>(s);
+      const std::int64_t windows = detail::ceil_div(cols + (layout.shifted ? v - 1 : 0), v);
+      for (int c = detail::first_short_row_config - 1; c <= detail::last_short_row_config; ++c) {
+        launcher<T> run;  // c below the first: planned (up to 1024 rows a CTA)
+        auto const& k = detail::kernel_configs[std::max(c, detail::first_short_row_config)];
+        if (c >= detail::first_short_row_config &&
+            (layout.vec == 1 || detail::window_capacity(k, layout.vec, sizeof(T)) < windows))
+          continue;
+        s.rows = 2 * (c < detail::first_short_row_config
+                          ? 1024
+                          : k.threads_per_cta / k.threads_per_row * k.rows_per_thread) +
+                 37;
+        ASSERT_EQ(layout_for<T>(s).shifted, layout.shifted);
+        if (c >= detail::first_short_row_config)
+          run.forced = detail::make_plan(c, layout, s.rows, windows, sizeof(T));
+        SCOPED_TRACE("cols " + std::to_string(cols) + " config " + std::to_string(c));
+        const bool special = cols % 5 == 1;
+        check_forward<T>(s, seed_of(cols, c, 41), special ? fill::special : fill::random, run);
+        check_backward<T>(s, seed_of(cols, c, 42), special ? fill::special : fill::random, run);
+      }
+    }
+}
+
 TYPED_TEST_P(Gpu, LongRowsStream) {
   using T = TypeParam;
   for (std::int64_t cols : {(std::int64_t{1} << 20) + 3, (std::int64_t{1} << 22) + 1})
@@ -513,6 +545,12 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
       check_forward<T>(s, seed_of(cols, s.out_offset, 15));
       check_backward<T>(s, seed_of(cols, s.out_offset, 16));
     }
+  // Short rows, 8 a thread (one and several threads a row), the last CTA part full.
+  for (std::int64_t cols : {5, 9 * vec_of<T>()})
+    for (shape s : layouts<T>(1100, cols)) {
+      check_forward<T>(s, seed_of(cols, s.out_offset, 25));
+      check_backward<T>(s, seed_of(cols, s.out_offset, 26));
+    }
   // Forward rows in launches of more than two 128-thread CTAs an SM for any row beyond one
   // 256-thread CTA (3 such CTAs a row): the staged tier (16-bit; fp32 50257, 7 staged CTAs a row
   // in 623 CTAs) and fp32 register clusters (16385); rows 16 CTAs of 128 bytes a thread do not
@@ -537,6 +575,6 @@ REGISTER_TYPED_TEST_SUITE_P(Gpu, GraphCapture, ShapeTable, TierThresholds, Strid
                             SpecialValues, RandomShapes, EveryConfigurationThatHoldsTheRow,
                             LongRowsStream, FullLaunchesOfClusterRows, StagedRowsOfMidLaunches,
                             SplitRowsWithAWorkspace, SplitRowsWhoseSharesChange, StaleWorkspace,
-                            PlanQueryMatchesThePlanner, SanitizerSubset);
+                            PlanQueryMatchesThePlanner, SanitizerSubset, ShortRowsSeveralAThread);
 
 }  // namespace rowsoftmax::test

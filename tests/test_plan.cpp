@@ -60,8 +60,13 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
     return "a cluster CTA's share beyond its slots, or short of the row";
   // Resources.
   if (p.threads_per_cta > 1024 || p.threads_per_cta % 32 != 0) return "CTA size";
-  if (p.threads_per_row * p.rows_per_cta != p.threads_per_cta) return "rows per CTA";
-  const int bytes = p.vecs_per_thread * (p.vec > 1 ? p.vec * static_cast<int>(c.elem) : 4);
+  if (p.rows_per_thread != k.rows_per_thread ||
+      p.threads_per_row * p.rows_per_cta != p.threads_per_cta * p.rows_per_thread)
+    return "rows per CTA";
+  if (p.rows_per_thread > 1 && (p.threads_per_row >= 32 || p.cluster_size > 1 || p.vec == 1))
+    return "several rows a thread beyond sub-warp rows of one CTA";
+  const int bytes =
+      p.vecs_per_thread * p.rows_per_thread * (p.vec > 1 ? p.vec * static_cast<int>(c.elem) : 4);
   if (p.vecs_per_thread < 1 || bytes != k.bytes || bytes > max_bytes_per_thread)
     return "register bytes per thread";
   // Clusters only where allowed, one row per CTA.
@@ -96,6 +101,44 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
                 << " max_cluster=" << d.max_cluster_size << " plan=" << rs::to_string(p);
           }
   }
+}
+
+// Rows of at most 16 vectors take one vector a thread, 8 rows a thread, in the fewest threads (a
+// power of two) that hold the row; longer rows, misaligned 16-bit rows and the scalar fallback,
+// one row a thread.
+TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
+  for (int c = rs::detail::first_short_row_config; c <= rs::detail::last_short_row_config; ++c) {
+    auto const& k = kernel_configs[c];
+    EXPECT_EQ(k.algo, algorithm::registers);
+    EXPECT_EQ(k.threads_per_row, 1 << (c - rs::detail::first_short_row_config));
+    EXPECT_EQ(k.rows_per_thread, 8);
+    EXPECT_FALSE(k.clustered);
+    EXPECT_FALSE(k.scalar_ok);
+  }
+  for (int c = 0; c < rs::detail::num_kernel_configs; ++c)
+    if (c < rs::detail::first_short_row_config || c > rs::detail::last_short_row_config)
+      EXPECT_EQ(kernel_configs[c].rows_per_thread, 1) << "config " << c;
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
+    for (int vec : {static_cast<int>(16 / elem), 1})
+      for (bool shifted : {false, true})
+        for (auto dir : {rs::direction::forward, rs::direction::backward})
+          for (std::int64_t cols = 1; cols <= 300; ++cols) {
+            if (vec == 1 && shifted) continue;
+            const rs::plan p = rs::plan_for(dir, 100, cols, elem, {vec, shifted}, h200);
+            SCOPED_TRACE("cols=" + std::to_string(cols) + " elem=" + std::to_string(elem) +
+                         " vec=" + std::to_string(vec) + " shifted=" + std::to_string(shifted) +
+                         " " + rs::to_string(p));
+            if (vec > 1 && !(shifted && elem == 2) && p.windows <= 16) {
+              ASSERT_GE(p.config, rs::detail::first_short_row_config);
+              ASSERT_LE(p.config, rs::detail::last_short_row_config);
+              ASSERT_EQ(p.vecs_per_thread, 1);
+              ASSERT_GE(p.threads_per_row, p.windows);
+              ASSERT_LT(p.threads_per_row, 2 * p.windows);
+              ASSERT_EQ(p.grid_ctas, (100 + p.rows_per_cta - 1) / p.rows_per_cta);
+            } else {
+              ASSERT_EQ(p.rows_per_thread, 1);
+            }
+          }
 }
 
 TEST(Plan, RegisterTierIsTheSmallestThatFits) {
@@ -154,7 +197,11 @@ TEST(Plan, RowsOfOneCtaLeaveFewSlotsIdle) {
       for (auto dir : {rs::direction::forward, rs::direction::backward})
         for (std::int64_t cols = 1; cols <= 16384; ++cols) {
           const rs::plan p = rs::plan_for(dir, 5, cols, elem, {vec, shifted}, h200);
-          if (p.algo != algorithm::registers || p.threads_per_row < (elem == 2 ? 4 : 32)) continue;
+          // (Short rows, 8 a thread, leave at most half their threads idle:
+          // first_short_row_config.)
+          if (p.algo != algorithm::registers || p.rows_per_thread > 1 ||
+              p.threads_per_row < (elem == 2 ? 4 : 32))
+            continue;
           const std::int64_t slots = std::int64_t{p.threads_per_row} * p.vecs_per_thread;
           if (elem == 2) {
             ASSERT_GT(5 * p.windows, 4 * slots) << "cols=" << cols << " " << rs::to_string(p);
@@ -172,12 +219,33 @@ TEST(Plan, TiersOnH200) {
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
     SCOPED_TRACE(elem);
     const std::int64_t n = 128 / static_cast<std::int64_t>(elem);  // elements a thread holds
-    // Small rows: several rows per CTA, 128 bytes (32 fp32, 64 bf16/fp16) per thread.
+    // Short rows (at most 16 vectors): one vector a thread, as many threads as vectors (a power
+    // of two), 8 rows a thread, 128-thread CTAs.
+    const std::int64_t v = 16 / static_cast<std::int64_t>(elem);
+    EXPECT_EQ(fwd(elem, 1).threads_per_row, 1);
+    EXPECT_EQ(fwd(elem, 1).vecs_per_thread, 1);
+    EXPECT_EQ(fwd(elem, 1).rows_per_thread, 8);
+    EXPECT_EQ(fwd(elem, 1).rows_per_cta, 1024);
+    EXPECT_EQ(fwd(elem, v).threads_per_row, 1);
+    EXPECT_EQ(fwd(elem, v + 1).threads_per_row, 2);
+    EXPECT_EQ(fwd(elem, 3 * v).threads_per_row, 4);
+    EXPECT_EQ(fwd(elem, n).threads_per_row, 8);
+    EXPECT_EQ(fwd(elem, n + 1).threads_per_row, 16);
+    EXPECT_EQ(fwd(elem, 2 * n).threads_per_row, 16);
+    EXPECT_EQ(fwd(elem, 2 * n).rows_per_cta, 64);
+    EXPECT_EQ(rs::to_string(fwd(elem, 2 * n)),
+              "registers cta=128 tpr=16 vec=" + std::to_string(v) + "x1 rows=8");
+    EXPECT_EQ(rs::plan_for(rs::direction::backward, 1024, 2 * n - v + 1, elem, {int(v), true}, h200)
+                  .rows_per_thread,
+              elem == 2 ? 1 : 8);  // misaligned: fp32 16 threads, 16-bit one row a thread
+    EXPECT_EQ(
+        rs::plan_for(rs::direction::forward, 1024, 2 * n, elem, {1, false}, h200).rows_per_thread,
+        1);  // the scalar fallback: one row a thread
+    // Longer sub-warp rows: several rows per CTA, 128 bytes (32 fp32, 64 bf16/fp16) per thread.
     EXPECT_EQ(fwd(elem, 8 * n).threads_per_row, 8);
     EXPECT_EQ(fwd(elem, 8 * n).rows_per_cta, 16);
+    EXPECT_EQ(fwd(elem, 8 * n).rows_per_thread, 1);
     EXPECT_EQ(fwd(elem, 8 * n).vecs_per_thread * fwd(elem, 8 * n).vec, n);
-    EXPECT_EQ(fwd(elem, n).threads_per_row, 1);
-    EXPECT_EQ(fwd(elem, n + 1).threads_per_row, 2);
     // 16-bit rows of 4 threads or more: 5 to 9 vectors a thread, still 128-thread CTAs; fp32 rows
     // of fewer than 32 threads 8 vectors alone.
     const int eight_or = elem == 2 ? 0 : 8;  // fp32's vectors where 16-bit rows take fewer or more

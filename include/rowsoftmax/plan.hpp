@@ -64,7 +64,8 @@ struct plan {
   int vec = 1;              ///< elements per vector access
   bool shifted = false;     ///< rows peel a misaligned head
   int threads_per_row = 1;  ///< threads of one CTA that share a row
-  int vecs_per_thread = 1;  ///< vector slots each thread holds per pass
+  int vecs_per_thread = 1;  ///< vector slots each thread holds of a row per pass
+  int rows_per_thread = 1;  ///< rows each thread holds (short rows: several, see kernel_config)
   int rows_per_cta = 1;     ///< rows one CTA (or one cluster) handles
   int threads_per_cta = 1;
   int cluster_size = 1;              ///< CTAs that share one row (1: no cluster)
@@ -90,6 +91,9 @@ struct kernel_config {
   int threads_per_cta;
   bool clustered;  ///< CTAs form clusters (sm_90+) of 2..max_cluster_size, chosen per call
   bool scalar_ok;  ///< also instantiated with vec == 1 (misaligned fallback)
+  /// Rows a thread holds, its `bytes` shared among them: several for short rows (see
+  /// first_short_row_config), whose threads of a row hold one vector of it each.
+  int rows_per_thread = 1;
 };
 
 inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
@@ -163,6 +167,11 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::staged, 256, 128, 256, true, false},         // 43: forward only
     {algorithm::staged, 256, 256, 256, true, false},         // 44: forward only
     {algorithm::staged_split, 256, 128, 256, false, false},  // 45: forward only
+    {algorithm::registers, 1, 128, 128, false, false, 8},    // 46: short rows, 8 a thread
+    {algorithm::registers, 2, 128, 128, false, false, 8},    // 47
+    {algorithm::registers, 4, 128, 128, false, false, 8},    // 48
+    {algorithm::registers, 8, 128, 128, false, false, 8},    // 49
+    {algorithm::registers, 16, 128, 128, false, false, 8},   // 50
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -178,6 +187,19 @@ inline constexpr int split_config = 42;
 inline constexpr int staged_config = 43;
 inline constexpr int wide_staged_config = 44;  // 64 KB CTAs for rows 16 of 32 KB do not hold
 inline constexpr int staged_split_config = 45;
+// Rows of at most 16 vectors (16-bit: 128 columns, fp32: 64; a misaligned head included) take
+// one vector a thread and 8 rows a thread, 128 bytes, in as many threads as the row has vectors
+// (rounded up to a power of two; configurations 46-50: 1 to 16 threads a row): a warp's load
+// covers 512 contiguous bytes of consecutive rows, and a thread has 8 loads in flight. One
+// thread a row holding all of it, as longer rows do, left most of its slots idle (their exps
+// taken all the same) and spread a warp's loads over rows up to 128 bytes apart: on the H200
+// (rows*cols = 2^27, % of copy) bf16 forward 8 columns ran at 17.5% so against 83% now, 64 at
+// 42% against 76%, backward 64 at 59% against 102%; fp32 forward 32 at 46% against 99%,
+// misaligned 13 at 47% against 75.5%. Misaligned 16-bit rows keep one row a thread: a ragged
+// window (read and written element-wise) in every row ran them slower (bf16 forward 60 columns
+// 22% against 41.5%, backward 24% against 52%; README, "Tuning notes" 58).
+inline constexpr int first_short_row_config = 46;
+inline constexpr int last_short_row_config = 50;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -202,11 +224,12 @@ constexpr bool one_cta_planned(kernel_config const& c, direction dir, int vec,
   return !(dir == direction::backward && c.bytes == 144 && c.threads_per_row <= 32);
 }
 
-/// Vector slots per thread for a configuration at vector width `vec` (elements of
+/// Vector slots per thread and row for a configuration at vector width `vec` (elements of
 /// `elem_size` bytes): the configuration's bytes in 16-byte vectors, or in 32-bit registers of
-/// one element each for the scalar fallback.
+/// one element each for the scalar fallback, over the rows a thread holds.
 constexpr int slots_per_thread(kernel_config const& c, int vec, std::size_t elem_size) noexcept {
-  return vec > 1 ? c.bytes / (vec * static_cast<int>(elem_size)) : c.bytes / 4;
+  return (vec > 1 ? c.bytes / (vec * static_cast<int>(elem_size)) : c.bytes / 4) /
+         c.rows_per_thread;
 }
 
 /// Input tensors a direction holds per element: x (forward), dy and y (backward).
@@ -262,7 +285,9 @@ constexpr int ctas_per_sm(kernel_config const& c, int tensors, std::size_t elem_
     return static_cast<int>(device_limits{}.shared_bytes_per_sm /
                             (staging_bytes(c) + cta_smem_reserve));
   const bool packed_tile = tensors == 1 && elem_size == 2 && keeps_last_tile(c, tensors, elem_size);
-  const int data = c.bytes / 4 * (packed_tile ? 2 : tensors);
+  // Threads of several short rows keep each row's addresses and head beside its data: counted
+  // as much again (at 80 registers the forward kernels spilled 44-136 bytes; ptxas, sm_90).
+  const int data = c.bytes / 4 * (packed_tile || c.rows_per_thread > 1 ? 2 : 1) * tensors;
   // 16-bit forward CTAs of 80 bytes a thread: a slack of 44, four 256-thread (eight 128-thread)
   // CTAs an SM at 64 registers (no spills; ptxas, sm_90), for the bytes in flight: on the H200
   // (rows*cols = 2^27) bf16 5000 and 10000 columns ran at 95.5-96% of copy so, at three CTAs an
@@ -305,7 +330,8 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
   p.shifted = layout.shifted;
   p.threads_per_row = c.threads_per_row;
   p.vecs_per_thread = slots_per_thread(c, layout.vec, elem_size);
-  p.rows_per_cta = c.threads_per_cta / c.threads_per_row;
+  p.rows_per_thread = c.rows_per_thread;
+  p.rows_per_cta = c.threads_per_cta / c.threads_per_row * c.rows_per_thread;
   p.threads_per_cta = c.threads_per_cta;
   p.cluster_size = c.clustered ? cluster : 1;
   p.windows = windows;
@@ -517,7 +543,9 @@ constexpr bool plan_holds(plan const& p) noexcept {
 
 /// The plan the launchers use for `rows` rows of `cols` elements of `elem_size` bytes.
 ///
-/// Pure and constexpr: depends only on its arguments. Rows that one 256-thread CTA holds
+/// Pure and constexpr: depends only on its arguments. Rows of at most 16 vectors (128 16-bit or
+/// 64 fp32 elements) take one vector a thread, 8 rows a thread (first_short_row_config). Other
+/// rows that one 256-thread CTA holds
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
 /// that holds them (sub-warp rows share a warp; rows of 4 or more threads take 80 to 144 bytes a
 /// thread, see one_cta_planned); longer rows the fewest CTAs of a cluster (up
@@ -551,6 +579,14 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     return window_capacity(kernel_configs[config], vec, elem_size, cluster);
   };
 
+  // Short rows: as many threads as the row has vectors, 8 rows a thread (but misaligned 16-bit
+  // rows, see first_short_row_config).
+  if (vec > 1 && !(layout.shifted && elem_size == 2) &&
+      windows <= window_capacity(kernel_configs[last_short_row_config], vec, elem_size)) {
+    int i = first_short_row_config;
+    while (window_capacity(kernel_configs[i], vec, elem_size) < windows) ++i;
+    return make_plan(i, layout, rows, windows, elem_size);
+  }
   // The smallest one-CTA configuration that holds the row, of those planned (one_cta_planned).
   for (int i = 0; i <= last_cta_config; ++i)
     if (one_cta_planned(kernel_configs[i], dir, vec, elem_size) && windows <= capacity(i, 1))
@@ -685,7 +721,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, row
 }
 
 /// A one-line description of a plan, e.g. "cluster x16 cta=256 tpr=256 vec=8x8", with
-/// " head" for rows that peel a misaligned head and " stash=N" for tiles kept in shared memory.
+/// " rows=N" for threads that hold N short rows, " head" for rows that peel a misaligned head
+/// and " stash=N" for tiles kept in shared memory.
 inline std::string to_string(plan const& p) {
   const char* algo = p.algo == algorithm::registers   ? "registers"
                      : p.algo == algorithm::cluster   ? "cluster"
@@ -699,6 +736,7 @@ inline std::string to_string(plan const& p) {
     s += " " + std::to_string(p.row_groups) + "x" + std::to_string(p.split_ctas) + " ctas";
   s += " cta=" + std::to_string(p.threads_per_cta) + " tpr=" + std::to_string(p.threads_per_row) +
        " vec=" + std::to_string(p.vec) + "x" + std::to_string(p.vecs_per_thread);
+  if (p.rows_per_thread > 1) s += " rows=" + std::to_string(p.rows_per_thread);
   if (p.shifted) s += " head";
   if (p.stash_tiles > 0) s += " stash=" + std::to_string(p.stash_tiles);
   return s;

@@ -67,6 +67,7 @@ struct kernel_shape {
   static constexpr kernel_config config = kernel_configs[Config];
   static constexpr int threads_per_row = config.threads_per_row;
   static constexpr int threads_per_cta = config.threads_per_cta;
+  static constexpr int rows_per_thread = config.rows_per_thread;
   static constexpr int slots = slots_per_thread(config, V, sizeof(typename Op::value_type));
   static constexpr int lanes = threads_per_row < 32 ? threads_per_row : 32;
   static constexpr int warps_per_row = threads_per_row / lanes;
@@ -74,6 +75,8 @@ struct kernel_shape {
   using fragment = typename Op::template fragment<V, slots>;
   static_assert(V == 16 / sizeof(typename Op::value_type) || (V == 1 && config.scalar_ok),
                 "vector width: 16 bytes, or the scalar fallback where configured");
+  static_assert(rows_per_thread == 1 || (threads_per_row < 32 && !config.clustered),
+                "several rows a thread: sub-warp rows (shuffles alone), one CTA");
   static_assert(slots >= 1 && (V * slots * sizeof(typename Op::value_type)) % 16 == 0);
   // Registers: the row data a thread holds plus a slack of 48 (ctas_per_sm; 44 for 16-bit forward
   // CTAs of 80 bytes a thread, four an SM), so that 256-thread CTAs of one-tensor rows (32 data
@@ -98,24 +101,38 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   __shared__ typename shape::exchange::storage smem;
   shape::exchange::begin(smem, shape::warps_per_row, cluster);
 
+  // Row j of the thread (several for short rows): rows_per_pass consecutive rows a CTA for each
+  // j, so that a warp's accesses to its j-th rows are contiguous where the rows are.
+  constexpr int rows = shape::rows_per_thread;
+  constexpr int rows_per_pass = shape::threads_per_cta / tpr;
   const int cta_rank = shape::config.clustered ? cluster_rank() : 0;
-  const std::int64_t row = std::int64_t{shape::config.clustered ? cluster_index(c) : blockIdx.x} *
-                               (shape::threads_per_cta / tpr) +
-                           threadIdx.x / tpr;
-  row_window w = Op::template window<V>(a, row, threadIdx.x % tpr, tpr);
-  if constexpr (shape::config.clustered) {
-    // Equal shares: CTA r owns windows [r * n, (r + 1) * n), n = c.share the widest row's
-    // windows over the CTAs (share_windows), so every CTA is equally busy.
-    w.first += std::int64_t{cta_rank} * c.share;
-    const std::int64_t end = std::int64_t{cta_rank + 1} * c.share * V - w.shift;
-    w.cols = end < w.cols ? end : w.cols;
+  const std::int64_t row0 =
+      std::int64_t{shape::config.clustered ? cluster_index(c) : blockIdx.x} * rows_per_pass * rows +
+      threadIdx.x / tpr;
+  // The thread's window of its row j, built where used (eight rows' windows kept from the loads
+  // to the stores spilled the 16-bit forward kernel).
+  auto window = [&](int j) {
+    row_window w = Op::template window<V>(a, row0 + j * rows_per_pass, threadIdx.x % tpr, tpr);
+    if constexpr (shape::config.clustered) {
+      // Equal shares: CTA r owns windows [r * n, (r + 1) * n), n = c.share the widest row's
+      // windows over the CTAs (share_windows), so every CTA is equally busy.
+      w.first += std::int64_t{cta_rank} * c.share;
+      const std::int64_t end = std::int64_t{cta_rank + 1} * c.share * V - w.shift;
+      w.cols = end < w.cols ? end : w.cols;
+    }
+    return w;
+  };
+  typename shape::fragment f[rows];
+#pragma unroll
+  for (int j = 0; j < rows; ++j) Op::issue(a, window(j), f[j]);
+#pragma unroll
+  for (int j = 0; j < rows; ++j) Op::finish(window(j), f[j]);
+#pragma unroll
+  for (int j = 0; j < rows; ++j) {
+    const partial total =
+        shape::exchange::allreduce(Op::fold(f[j]), smem, shape::warps_per_row, cluster);
+    Op::store(a, window(j), f[j], total);
   }
-
-  typename shape::fragment f;
-  Op::load(a, w, f);
-  const partial total =
-      shape::exchange::allreduce(Op::fold(f), smem, shape::warps_per_row, cluster);
-  Op::store(a, w, f, total);
 }
 
 /// A thread's fragment in a streaming or split CTA's stash: 16-byte words, word q of thread i of

@@ -49,14 +49,25 @@ struct forward_op {
     return {r, active ? a.cols : 0, first, stride, head_of<V>(a.x + r * a.x_stride)};
   }
 
+  /// Issues the loads of the thread's windows of row `w` (see load_windows); `finish` then
+  /// completes them. Apart, so that a thread of several rows issues all their loads first.
   template <int V, int N, class Hint = no_hint>
-  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
-                              Hint hint = {}) {
+  __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
+                               Hint hint = {}) {
     load_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
+  }
+  template <int V, int N>
+  __device__ static void finish(row_window const& w, fragment<V, N>& f) {
     finish_windows(w, from_float<T>(neg_inf), f.v);
     f.m = neg_inf;
 #pragma unroll
     for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, f.v[k].max());
+  }
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
+                              Hint hint = {}) {
+    issue(a, w, f, hint);
+    finish(w, f);
   }
 
   /// The sum of exp(x - shift) over the elements of `v` (`e`: shifted_exp or fused_exp, its
@@ -154,14 +165,25 @@ struct backward_op {
     return {r, active ? a.cols : 0, first, stride, head_of<V>(a.dy + r * a.dy_stride)};
   }
 
+  /// As forward_op: `issue` the loads, `finish` them once every load is issued.
   template <int V, int N, class Hint = no_hint>
-  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
-                              Hint hint = {}) {
+  __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
+                               Hint hint = {}) {
     const T zero = from_float<T>(0.0f);
     load_windows(a.dy + w.row * a.dy_stride, w, zero, f.dy, hint);
     load_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint);
+  }
+  template <int V, int N>
+  __device__ static void finish(row_window const& w, fragment<V, N>& f) {
+    const T zero = from_float<T>(0.0f);
     finish_windows(w, zero, f.dy);  // after both tensors' loads are issued
     finish_windows(w, zero, f.y);
+  }
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
+                              Hint hint = {}) {
+    issue(a, w, f, hint);
+    finish(w, f);
   }
 
   template <int V, int N>
