@@ -546,7 +546,7 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
       check_backward<T>(s, seed_of(cols, s.out_offset, 16));
     }
   // Short rows, 8 a thread (one and several threads a row), the last CTA part full.
-  for (std::int64_t cols : {5, 9 * vec_of<T>()})
+  for (std::int64_t cols : {std::int64_t{5}, 9 * vec_of<T>()})
     for (shape s : layouts<T>(1100, cols)) {
       check_forward<T>(s, seed_of(cols, s.out_offset, 25));
       check_backward<T>(s, seed_of(cols, s.out_offset, 26));
