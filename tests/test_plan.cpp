@@ -115,9 +115,11 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
     EXPECT_FALSE(k.clustered);
     EXPECT_FALSE(k.scalar_ok);
   }
-  for (int c = 0; c < rs::detail::num_kernel_configs; ++c)
-    if (c < rs::detail::first_short_row_config || c > rs::detail::last_short_row_config)
+  for (int c = 0; c < rs::detail::num_kernel_configs; ++c) {
+    if (c < rs::detail::first_short_row_config || c > rs::detail::last_short_row_config) {
       EXPECT_EQ(kernel_configs[c].rows_per_thread, 1) << "config " << c;
+    }
+  }
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
     for (int vec : {static_cast<int>(16 / elem), 1})
       for (bool shifted : {false, true})
