@@ -109,8 +109,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   const std::int64_t row0 =
       std::int64_t{shape::config.clustered ? cluster_index(c) : blockIdx.x} * rows_per_pass * rows +
       threadIdx.x / tpr;
-  // The thread's window of its row j, built where used (eight rows' windows kept from the loads
-  // to the stores spilled the 16-bit forward kernel).
+  // The thread's window of its row j: one expression for its loads, their finish and its store.
   auto window = [&](int j) {
     row_window w = Op::template window<V>(a, row0 + j * rows_per_pass, threadIdx.x % tpr, tpr);
     if constexpr (shape::config.clustered) {
