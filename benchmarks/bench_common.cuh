@@ -287,6 +287,34 @@ void register_probes() {
   }
 }
 
+/// Registers "<dir>/<dtype>/<group>/cols:N" (rows*cols = 2^27; rows of cols not a multiple of
+/// the vector misaligned) planned, unless `planned_elsewhere`, and, where `differs(planned, c)`,
+/// ".../<suffix>" forced through c, the first one-CTA configuration that `before` accepts and
+/// that holds the row: the plan the planner took before a change, timed in the same run.
+template <class T, class Before, class Differs>
+void register_against_before(direction dir, char const* group, std::int64_t cols,
+                             char const* suffix, Before before, Differs differs,
+                             bool planned_elsewhere) {
+  const std::int64_t rows = sweep_elems / cols;
+  const int vec = static_cast<int>(16 / sizeof(T));
+  const plan planned = plan_for<T>(dir, rows, cols, {vec, cols % vec != 0}, device_limits{});
+  forced_config old;
+  for (int c = 0; c <= detail::last_cta_config && old.config < 0; ++c)
+    if (before(detail::kernel_configs[c]) &&
+        detail::window_capacity(detail::kernel_configs[c], vec, sizeof(T), 1) >= planned.windows)
+      old.config = c;
+  if (old.config >= 0 && !differs(planned, old.config)) old = {};
+  const std::string name = std::string(dir == direction::forward ? "forward/" : "backward/") +
+                           dtype_name<T>() + "/" + group + "/cols:" + std::to_string(cols);
+  for (forced_config config : {forced_config{}, old}) {
+    if (config.config < 0 && planned_elsewhere) continue;
+    const std::string n = config.config < 0 ? name : name + "/" + suffix;
+    register_timed(
+        n, [=](benchmark::State& s) { softmax_benchmark<T>(s, n, dir, rows, cols, config); });
+    if (old.config < 0) break;  // planned as before: nothing to force
+  }
+}
+
 template <class T>
 void register_type() {
   const std::int64_t sweep[] = {256,   512,   1000,  1024,  2048,   4096,   4097,   8192,  16384,
@@ -300,60 +328,26 @@ void register_type() {
       register_timed(name,
                      [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols); });
     }
-    // Rows of one CTA that fill part of its threads' 128 bytes (rows*cols = 2^27; rows of cols
-    // not a multiple of the vector misaligned): planned, and forced through the smallest
-    // configuration of 128 bytes a thread that holds the row, which the planner took before it took
-    // the others (the A/B of README "Tuning notes" 56).
+    // Rows of one CTA that fill part of its threads' 128 bytes: forced through the smallest
+    // configuration of 128 bytes a thread that holds the row, which the planner took before it
+    // took the others (the A/B of README "Tuning notes" 56).
     for (std::int64_t cols : {260, 300, 520, 700, 1100, 2049, 2200, 3000, 4097, 4500, 5000, 6000,
-                              7000, 8193, 9000, 10000, 12000}) {
-      const std::int64_t rows = sweep_elems / cols;
-      const int vec = static_cast<int>(16 / sizeof(T));
-      const plan planned = plan_for<T>(dir, rows, cols, {vec, cols % vec != 0}, device_limits{});
-      forced_config full;
-      for (int c = 0; c <= detail::last_cta_config && full.config < 0; ++c)
-        if (detail::kernel_configs[c].bytes == 128 &&
-            detail::window_capacity(detail::kernel_configs[c], vec, sizeof(T), 1) >=
-                planned.windows)
-          full.config = c;
-      if (planned.algo != algorithm::registers || full.config == planned.config) full = {};
-      for (forced_config config : {forced_config{}, full}) {
-        // The planned row of a sweep shape is the sweep's.
-        if (config.config < 0 &&
-            std::find(std::begin(sweep), std::end(sweep), cols) != std::end(sweep))
-          continue;
-        const std::string name = std::string(d) + "/" + dtype_name<T>() +
-                                 "/fill/cols:" + std::to_string(cols) +
-                                 (config.config < 0 ? "" : "/full");
-        register_timed(name, [=](benchmark::State& s) {
-          softmax_benchmark<T>(s, name, dir, rows, cols, config);
-        });
-        if (full.config < 0) break;  // planned as before: nothing to force
-      }
-    }
-    // Short rows (rows*cols = 2^27; rows of cols not a multiple of the vector misaligned):
-    // planned, and forced through the one-row-a-thread configuration the planner took before it
+                              7000, 8193, 9000, 10000, 12000})
+      register_against_before<T>(
+          dir, "fill", cols, "full", [](detail::kernel_config const& k) { return k.bytes == 128; },
+          [](plan const& p, int before) {
+            return p.algo == algorithm::registers && p.config != before;
+          },
+          std::find(std::begin(sweep), std::end(sweep), cols) != std::end(sweep));
+    // Short rows: forced through the one-row-a-thread configuration the planner took before it
     // gave rows of at most 16 vectors 8 rows a thread (the A/B of README "Tuning notes" 58).
-    for (std::int64_t cols : {4, 8, 13, 16, 32, 60, 64, 100, 128}) {
-      const std::int64_t rows = sweep_elems / cols;
-      const int vec = static_cast<int>(16 / sizeof(T));
-      const plan planned = plan_for<T>(dir, rows, cols, {vec, cols % vec != 0}, device_limits{});
-      forced_config one_row;
-      for (int c = 0; c <= detail::last_cta_config && one_row.config < 0; ++c)
-        if (detail::one_cta_planned(detail::kernel_configs[c], dir, vec, sizeof(T)) &&
-            detail::window_capacity(detail::kernel_configs[c], vec, sizeof(T), 1) >=
-                planned.windows)
-          one_row.config = c;
-      if (planned.rows_per_thread == 1) one_row = {};
-      for (forced_config config : {forced_config{}, one_row}) {
-        const std::string name = std::string(d) + "/" + dtype_name<T>() +
-                                 "/short/cols:" + std::to_string(cols) +
-                                 (config.config < 0 ? "" : "/one_row");
-        register_timed(name, [=](benchmark::State& s) {
-          softmax_benchmark<T>(s, name, dir, rows, cols, config);
-        });
-        if (one_row.config < 0) break;  // planned as before: nothing to force
-      }
-    }
+    for (std::int64_t cols : {4, 8, 13, 16, 32, 60, 64, 100, 128})
+      register_against_before<T>(
+          dir, "short", cols, "one_row",
+          [dir](detail::kernel_config const& k) {
+            return detail::one_cta_planned(k, dir, static_cast<int>(16 / sizeof(T)), sizeof(T));
+          },
+          [](plan const& p, int) { return p.rows_per_thread > 1; }, false);
     // Rows longer than a cluster holds: rows * cols = 2^27, at least 8 rows.
     for (int lg = 20; lg <= 24; ++lg) {
       const std::int64_t cols = std::int64_t{1} << lg;
