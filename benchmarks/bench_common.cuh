@@ -297,7 +297,7 @@ void register_against_before(direction dir, char const* group, std::int64_t cols
                              bool planned_elsewhere) {
   const std::int64_t rows = sweep_elems / cols;
   const int vec = static_cast<int>(16 / sizeof(T));
-  const plan planned = plan_for<T>(dir, rows, cols, {vec, cols % vec != 0}, device_limits{});
+  const plan planned = plan_for<T>(dir, rows, cols, {vec, cols % vec != 0, true}, device_limits{});
   forced_config old;
   for (int c = 0; c <= detail::last_cta_config && old.config < 0; ++c)
     if (before(detail::kernel_configs[c]) &&
@@ -312,6 +312,28 @@ void register_against_before(direction dir, char const* group, std::int64_t cols
     register_timed(
         n, [=](benchmark::State& s) { softmax_benchmark<T>(s, n, dir, rows, cols, config); });
     if (old.config < 0) break;  // planned as before: nothing to force
+  }
+}
+
+/// Registers "<dir>/<dtype>/tiled/cols:N" (rows*cols = 2^27, contiguous, so misaligned where cols
+/// is not a multiple of the vector) planned, unless `planned_elsewhere`, and, where that plan is
+/// tiled, ".../untiled" forced through the plan of the same rows were they not contiguous (the
+/// A/B of README "Tuning notes" 59).
+template <class T>
+void register_tiled(direction dir, std::int64_t cols, bool planned_elsewhere) {
+  const std::int64_t rows = sweep_elems / cols;
+  const int vec = static_cast<int>(16 / sizeof(T));
+  const bool shifted = cols % vec != 0;
+  const plan planned = plan_for<T>(dir, rows, cols, {vec, shifted, true}, device_limits{});
+  const plan untiled = plan_for<T>(dir, rows, cols, {vec, shifted, false}, device_limits{});
+  const std::string name = std::string(dir == direction::forward ? "forward/" : "backward/") +
+                           dtype_name<T>() + "/tiled/cols:" + std::to_string(cols);
+  for (bool forced : {false, true}) {
+    if ((!forced && planned_elsewhere) || (forced && !planned.tiled)) continue;
+    const std::string n = forced ? name + "/untiled" : name;
+    const forced_config config = forced ? forced_config{untiled.config} : forced_config{};
+    register_timed(
+        n, [=](benchmark::State& s) { softmax_benchmark<T>(s, n, dir, rows, cols, config); });
   }
 }
 
@@ -348,6 +370,10 @@ void register_type() {
             return detail::one_cta_planned(k, dir, static_cast<int>(16 / sizeof(T)), sizeof(T));
           },
           [](plan const& p, int) { return p.rows_per_thread > 1; }, false);
+    // Short contiguous rows, misaligned where cols is not a multiple of the vector: tiled, and
+    // forced through the plan they had untiled.
+    for (std::int64_t cols : {4, 5, 13, 60, 77, 100, 120})
+      register_tiled<T>(dir, cols, cols == 4 || cols == 13 || cols == 60 || cols == 100);
     // Rows longer than a cluster holds: rows * cols = 2^27, at least 8 rows.
     for (int lg = 20; lg <= 24; ++lg) {
       const std::int64_t cols = std::int64_t{1} << lg;

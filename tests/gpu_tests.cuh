@@ -59,8 +59,17 @@ template <class T>
 row_layout layout_for(shape const& s) {
   const std::int64_t v = vec_of<T>();
   if (v > 1 && s.in_offset % v == s.outo() % v && (s.rows == 1 || s.ins() % v == s.outs() % v))
-    return {static_cast<int>(v), s.in_offset % v != 0 || (s.rows > 1 && s.ins() % v != 0)};
-  return {1, false};
+    return {static_cast<int>(v), s.in_offset % v != 0 || (s.rows > 1 && s.ins() % v != 0),
+            s.rows == 1 || (s.ins() == s.cols && s.outs() == s.cols)};
+  return {1, false, false};
+}
+
+/// Contiguous rows (row stride == cols), at the vector's alignment and one element past it:
+/// misaligned rows where cols is not a multiple of the vector, or at the offset (tiled where
+/// short, see first_tiled_config).
+template <class T>
+std::vector<shape> contiguous_layouts(std::int64_t rows, std::int64_t cols) {
+  return {{rows, cols, cols, cols, 0, 0, false}, {rows, cols, cols, cols, 1, 1, false}};
 }
 
 /// Every cols in 1..`most` at which the plan for `rows` rows of `layout` changes configuration,
@@ -283,22 +292,26 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
     }
 }
 
-// Short rows, 8 a thread (configurations first_short_row_config..last_short_row_config): every
-// cols of at most 16 vectors, planned (aligned, misaligned, scalar) and forced through every
-// short-row configuration that holds the row, with enough rows that every thread's eight rows
-// hold some and the last CTA is part full; random and special values.
+// Short rows, 8 a thread (configurations first_short_row_config..last_short_row_config, and
+// tiled, first_tiled_config..last_tiled_config): every cols of at most 16 vectors, planned
+// (aligned, misaligned, scalar, contiguous at two alignments) and forced through every short-row
+// configuration that holds the row (the tiled ones for contiguous rows), with enough rows that
+// every thread's eight rows hold some and the last CTA is part full; random and special values.
 TYPED_TEST_P(Gpu, ShortRowsSeveralAThread) {
   using T = TypeParam;
   const std::int64_t v = vec_of<T>();
-  for (std::int64_t cols = 1; cols <= 16 * v; cols += cols < 2 * v ? 1 : 3)
-    for (shape s : layouts<T>(3, cols)) {
+  for (std::int64_t cols = 1; cols <= 16 * v; cols += cols < 2 * v ? 1 : 3) {
+    std::vector<shape> shapes = layouts<T>(3, cols);
+    for (shape s : contiguous_layouts<T>(3, cols)) shapes.push_back(s);
+    for (shape s : shapes) {
       const row_layout layout = layout_for<T>(s);
       const std::int64_t windows = detail::ceil_div(cols + (layout.shifted ? v - 1 : 0), v);
-      for (int c = detail::first_short_row_config - 1; c <= detail::last_short_row_config; ++c) {
+      for (int c = detail::first_short_row_config - 1; c <= detail::last_tiled_config; ++c) {
         launcher<T> run;  // c below the first: planned (up to 1024 rows a CTA)
         auto const& k = detail::kernel_configs[std::max(c, detail::first_short_row_config)];
         if (c >= detail::first_short_row_config &&
-            (layout.vec == 1 || detail::window_capacity(k, layout.vec, sizeof(T)) < windows))
+            (layout.vec == 1 || detail::window_capacity(k, layout.vec, sizeof(T)) < windows ||
+             (k.tiled && !layout.contiguous)))
           continue;
         s.rows = 2 * (c < detail::first_short_row_config
                           ? 1024
@@ -313,6 +326,7 @@ TYPED_TEST_P(Gpu, ShortRowsSeveralAThread) {
         check_backward<T>(s, seed_of(cols, c, 42), special ? fill::special : fill::random, run);
       }
     }
+  }
 }
 
 TYPED_TEST_P(Gpu, LongRowsStream) {
@@ -545,12 +559,17 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
       check_forward<T>(s, seed_of(cols, s.out_offset, 15));
       check_backward<T>(s, seed_of(cols, s.out_offset, 16));
     }
-  // Short rows, 8 a thread (one and several threads a row), the last CTA part full.
-  for (std::int64_t cols : {std::int64_t{5}, 9 * vec_of<T>()})
-    for (shape s : layouts<T>(1100, cols)) {
+  // Short rows, 8 a thread (one and several threads a row), the last CTA part full; contiguous
+  // (misaligned: tiled), also in place.
+  for (std::int64_t cols : {std::int64_t{5}, 9 * vec_of<T>()}) {
+    std::vector<shape> shapes = layouts<T>(1100, cols);
+    for (shape s : contiguous_layouts<T>(1100, cols)) shapes.push_back(s);
+    shapes.push_back({1100, cols, cols, cols, 3, 3, true});
+    for (shape s : shapes) {
       check_forward<T>(s, seed_of(cols, s.out_offset, 25));
       check_backward<T>(s, seed_of(cols, s.out_offset, 26));
     }
+  }
   // Forward rows in launches of more than two 128-thread CTAs an SM for any row beyond one
   // 256-thread CTA (3 such CTAs a row): the staged tier (16-bit; fp32 50257, 7 staged CTAs a row
   // in 623 CTAs) and fp32 register clusters (16385); rows 16 CTAs of 128 bytes a thread do not

@@ -65,6 +65,9 @@ const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, 
     return "rows per CTA";
   if (p.rows_per_thread > 1 && (p.threads_per_row >= 32 || p.cluster_size > 1 || p.vec == 1))
     return "several rows a thread beyond sub-warp rows of one CTA";
+  if (p.tiled != k.tiled) return "tiled differs from its configuration";
+  if (p.tiled && !(c.layout.contiguous && p.rows_per_thread > 1 && p.vec > 1))
+    return "tiled rows that are not contiguous, or not short";
   const int bytes =
       p.vecs_per_thread * p.rows_per_thread * (p.vec > 1 ? p.vec * static_cast<int>(c.elem) : 4);
   if (p.vecs_per_thread < 1 || bytes != k.bytes || bytes > max_bytes_per_thread)
@@ -87,6 +90,8 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
     const int vec = static_cast<int>(16 / elem);
     const case_t cases[] = {{elem, {vec, false}}, {elem, {vec, true}}, {elem, {1, false}}};
+    // (Contiguous rows differ from others up to 16 vectors alone, where they are tiled: checked
+    // in ShortRowsTakeAVectorAThreadAndEightRows.)
     for (auto const& d : devices)
       for (auto const& c : cases)
         for (auto dir : {rs::direction::forward, rs::direction::backward})
@@ -104,8 +109,8 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
 }
 
 // Rows of at most 16 vectors take one vector a thread, 8 rows a thread, in the fewest threads (a
-// power of two) that hold the row; longer rows, misaligned 16-bit rows and the scalar fallback,
-// one row a thread.
+// power of two) that hold the row, tiled where they are misaligned and contiguous; longer rows,
+// other misaligned 16-bit rows and the scalar fallback, one row a thread.
 TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
   for (int c = rs::detail::first_short_row_config; c <= rs::detail::last_short_row_config; ++c) {
     auto const& k = kernel_configs[c];
@@ -115,32 +120,58 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
     EXPECT_FALSE(k.clustered);
     EXPECT_FALSE(k.scalar_ok);
   }
+  // The tiled ones: the same threads and rows, copied through shared memory.
+  for (int c = rs::detail::first_tiled_config; c <= rs::detail::last_tiled_config; ++c) {
+    auto const& k = kernel_configs[c];
+    auto const& untiled = kernel_configs[c - rs::detail::first_tiled_config +
+                                         rs::detail::first_short_row_config];
+    EXPECT_TRUE(k.tiled);
+    EXPECT_EQ(k.algo, untiled.algo);
+    EXPECT_EQ(k.threads_per_row, untiled.threads_per_row);
+    EXPECT_EQ(k.bytes, untiled.bytes);
+    EXPECT_EQ(k.threads_per_cta, untiled.threads_per_cta);
+    EXPECT_EQ(k.rows_per_thread, untiled.rows_per_thread);
+    EXPECT_EQ(k.clustered, untiled.clustered);
+    EXPECT_EQ(k.scalar_ok, untiled.scalar_ok);
+  }
+  EXPECT_EQ(rs::detail::last_tiled_config + 1, rs::detail::num_kernel_configs);
   for (int c = 0; c < rs::detail::num_kernel_configs; ++c) {
-    if (c < rs::detail::first_short_row_config || c > rs::detail::last_short_row_config) {
+    if (c < rs::detail::first_short_row_config) {
       EXPECT_EQ(kernel_configs[c].rows_per_thread, 1) << "config " << c;
     }
+    EXPECT_EQ(kernel_configs[c].tiled, c >= rs::detail::first_tiled_config) << "config " << c;
   }
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
     for (int vec : {static_cast<int>(16 / elem), 1})
       for (bool shifted : {false, true})
-        for (auto dir : {rs::direction::forward, rs::direction::backward})
-          for (std::int64_t cols = 1; cols <= 300; ++cols) {
-            if (vec == 1 && shifted) continue;
-            const rs::plan p = rs::plan_for(dir, 100, cols, elem, {vec, shifted}, h200);
-            SCOPED_TRACE("cols=" + std::to_string(cols) + " elem=" + std::to_string(elem) +
-                         " vec=" + std::to_string(vec) + " shifted=" + std::to_string(shifted) +
-                         " " + rs::to_string(p));
-            if (vec > 1 && !(shifted && elem == 2) && p.windows <= 16) {
-              ASSERT_GE(p.config, rs::detail::first_short_row_config);
-              ASSERT_LE(p.config, rs::detail::last_short_row_config);
-              ASSERT_EQ(p.vecs_per_thread, 1);
-              ASSERT_GE(p.threads_per_row, p.windows);
-              ASSERT_LT(p.threads_per_row, 2 * p.windows);
-              ASSERT_EQ(p.grid_ctas, (100 + p.rows_per_cta - 1) / p.rows_per_cta);
-            } else {
-              ASSERT_EQ(p.rows_per_thread, 1);
+        for (bool contiguous : {false, true})
+          for (auto dir : {rs::direction::forward, rs::direction::backward})
+            for (std::int64_t cols = 1; cols <= 300; ++cols) {
+              if (vec == 1 && (shifted || contiguous)) continue;
+              const rs::plan p =
+                  rs::plan_for(dir, 100, cols, elem, {vec, shifted, contiguous}, h200);
+              SCOPED_TRACE("cols=" + std::to_string(cols) + " elem=" + std::to_string(elem) +
+                           " vec=" + std::to_string(vec) + " shifted=" + std::to_string(shifted) +
+                           " contiguous=" + std::to_string(contiguous) + " " + rs::to_string(p));
+              const bool tiled = shifted && contiguous;
+              ASSERT_EQ(p.tiled, tiled && p.windows <= 16);
+              if (vec > 1 && (tiled || elem == 4 || !shifted) && p.windows <= 16) {
+                const int first = tiled ? rs::detail::first_tiled_config
+                                        : rs::detail::first_short_row_config;
+                ASSERT_GE(p.config, first);
+                ASSERT_LE(p.config, first + 4);
+                ASSERT_EQ(p.vecs_per_thread, 1);
+                ASSERT_EQ(p.rows_per_thread, 8);
+                ASSERT_GE(p.threads_per_row, p.windows);
+                ASSERT_LT(p.threads_per_row, 2 * p.windows);
+                ASSERT_EQ(p.grid_ctas, (100 + p.rows_per_cta - 1) / p.rows_per_cta);
+                const char* err = plan_error(p, 100, cols, {elem, {vec, shifted, contiguous}},
+                                             h200);
+                ASSERT_EQ(err, nullptr) << err;
+              } else {
+                ASSERT_EQ(p.rows_per_thread, 1);
+              }
             }
-          }
 }
 
 TEST(Plan, RegisterTierIsTheSmallestThatFits) {
@@ -240,6 +271,14 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(rs::plan_for(rs::direction::backward, 1024, 2 * n - v + 1, elem, {int(v), true}, h200)
                   .rows_per_thread,
               elem == 2 ? 1 : 8);  // misaligned: fp32 16 threads, 16-bit one row a thread
+    // Misaligned contiguous rows: tiled, in 16 threads (a head's worth more than 2n - v + 1).
+    EXPECT_EQ(rs::to_string(rs::plan_for(rs::direction::backward, 1024, 2 * n - v + 1, elem,
+                                         {int(v), true, true}, h200)),
+              "registers cta=128 tpr=16 vec=" + std::to_string(v) + "x1 rows=8 tiled head");
+    EXPECT_EQ(rs::plan_for(rs::direction::forward, 1024, 2 * n - v + 2, elem,
+                           {int(v), true, true}, h200)
+                  .rows_per_thread,
+              1);  // beyond 16 vectors with the head: one row a thread
     EXPECT_EQ(
         rs::plan_for(rs::direction::forward, 1024, 2 * n, elem, {1, false}, h200).rows_per_thread,
         1);  // the scalar fallback: one row a thread

@@ -54,6 +54,9 @@ struct row_layout {
   int vec = 1;           ///< elements per vector access: 16 / sizeof(T), or 1 as the fallback
   bool shifted = false;  ///< row starts are not vec-aligned (but equally misaligned in every
                          ///< tensor): each row peels a head up to the next 16-byte boundary
+  bool contiguous = false;  ///< every tensor's rows follow each other (row stride == cols, or
+                            ///< one row), equally aligned: short rows may be tiled (see
+                            ///< kernel_config::tiled)
 };
 
 /// The launch configuration chosen for one call. Inspect it with `plan_for` or
@@ -66,6 +69,8 @@ struct plan {
   int threads_per_row = 1;  ///< threads of one CTA that share a row
   int vecs_per_thread = 1;  ///< vector slots each thread holds of a row per pass
   int rows_per_thread = 1;  ///< rows each thread holds (short rows: several, see kernel_config)
+  bool tiled = false;       ///< a CTA's rows copied through a shared-memory tile (short
+                            ///< contiguous rows, see kernel_config::tiled)
   int rows_per_cta = 1;     ///< rows one CTA (or one cluster) handles
   int threads_per_cta = 1;
   int cluster_size = 1;              ///< CTAs that share one row (1: no cluster)
@@ -94,6 +99,10 @@ struct kernel_config {
   /// Rows a thread holds, its `bytes` shared among them: several for short rows (see
   /// first_short_row_config), whose threads of a row hold one vector of it each.
   int rows_per_thread = 1;
+  /// Short contiguous rows (row_layout::contiguous): a CTA's rows, one span of each tensor,
+  /// copied into shared memory in 16-byte vectors, held from there as in registers otherwise,
+  /// normalized in place and copied out (see first_tiled_config).
+  bool tiled = false;
 };
 
 inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
@@ -172,6 +181,11 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::registers, 4, 128, 128, false, false, 8},    // 48
     {algorithm::registers, 8, 128, 128, false, false, 8},    // 49
     {algorithm::registers, 16, 128, 128, false, false, 8},   // 50
+    {algorithm::registers, 1, 128, 128, false, false, 8, true},   // 51: short rows, tiled
+    {algorithm::registers, 2, 128, 128, false, false, 8, true},   // 52
+    {algorithm::registers, 4, 128, 128, false, false, 8, true},   // 53
+    {algorithm::registers, 8, 128, 128, false, false, 8, true},   // 54
+    {algorithm::registers, 16, 128, 128, false, false, 8, true},  // 55
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -200,6 +214,15 @@ inline constexpr int staged_split_config = 45;
 // 22% against 41.5%, backward 24% against 52%; README, "Tuning notes" 58).
 inline constexpr int first_short_row_config = 46;
 inline constexpr int last_short_row_config = 50;
+// Short rows that are misaligned (row_layout::shifted) and contiguous (row_layout::contiguous:
+// the rows of a tensor follow each other, as in a contiguous tensor whose cols are not a multiple
+// of the vector) take the short-row configurations' threads and rows tiled (configurations
+// 51-55): a CTA's 1024 / threads_per_row rows are one span of each tensor, copied into shared
+// memory (its own 16 KB a tensor) in 16-byte vectors whatever the rows' alignment, so that only
+// the span's two ends are read and written element-wise in global memory; the rows' ragged
+// windows are read and written in shared memory.
+inline constexpr int first_tiled_config = 51;
+inline constexpr int last_tiled_config = 55;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -331,6 +354,7 @@ constexpr plan make_plan(int config, row_layout layout, std::int64_t rows, std::
   p.threads_per_row = c.threads_per_row;
   p.vecs_per_thread = slots_per_thread(c, layout.vec, elem_size);
   p.rows_per_thread = c.rows_per_thread;
+  p.tiled = c.tiled;
   p.rows_per_cta = c.threads_per_cta / c.threads_per_row * c.rows_per_thread;
   p.threads_per_cta = c.threads_per_cta;
   p.cluster_size = c.clustered ? cluster : 1;
@@ -544,7 +568,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// The plan the launchers use for `rows` rows of `cols` elements of `elem_size` bytes.
 ///
 /// Pure and constexpr: depends only on its arguments. Rows of at most 16 vectors (128 16-bit or
-/// 64 fp32 elements) take one vector a thread, 8 rows a thread (first_short_row_config). Other
+/// 64 fp32 elements) take one vector a thread, 8 rows a thread (first_short_row_config), copied
+/// through shared memory where they are misaligned and contiguous (first_tiled_config). Other
 /// rows that one 256-thread CTA holds
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
 /// that holds them (sub-warp rows share a warp; rows of 4 or more threads take 80 to 144 bytes a
@@ -579,13 +604,16 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     return window_capacity(kernel_configs[config], vec, elem_size, cluster);
   };
 
-  // Short rows: as many threads as the row has vectors, 8 rows a thread (but misaligned 16-bit
-  // rows, see first_short_row_config).
-  if (vec > 1 && !(layout.shifted && elem_size == 2) &&
-      windows <= window_capacity(kernel_configs[last_short_row_config], vec, elem_size)) {
-    int i = first_short_row_config;
-    while (window_capacity(kernel_configs[i], vec, elem_size) < windows) ++i;
-    return make_plan(i, layout, rows, windows, elem_size);
+  // Short rows: as many threads as the row has vectors, 8 rows a thread, tiled where they are
+  // misaligned and contiguous (see first_tiled_config); not misaligned 16-bit rows otherwise
+  // (see first_short_row_config).
+  if (vec > 1 && windows <= window_capacity(kernel_configs[last_short_row_config], vec, elem_size)) {
+    const bool tiled = layout.shifted && layout.contiguous;
+    if (tiled || !(layout.shifted && elem_size == 2)) {
+      int i = tiled ? first_tiled_config : first_short_row_config;
+      while (window_capacity(kernel_configs[i], vec, elem_size) < windows) ++i;
+      return make_plan(i, layout, rows, windows, elem_size);
+    }
   }
   // The smallest one-CTA configuration that holds the row, of those planned (one_cta_planned).
   for (int i = 0; i <= last_cta_config; ++i)
@@ -721,7 +749,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, row
 }
 
 /// A one-line description of a plan, e.g. "cluster x16 cta=256 tpr=256 vec=8x8", with
-/// " rows=N" for threads that hold N short rows, " head" for rows that peel a misaligned head
+/// " rows=N" for threads that hold N short rows, " tiled" for rows copied through shared memory,
+/// " head" for rows that peel a misaligned head
 /// and " stash=N" for tiles kept in shared memory.
 inline std::string to_string(plan const& p) {
   const char* algo = p.algo == algorithm::registers   ? "registers"
@@ -737,6 +766,7 @@ inline std::string to_string(plan const& p) {
   s += " cta=" + std::to_string(p.threads_per_cta) + " tpr=" + std::to_string(p.threads_per_row) +
        " vec=" + std::to_string(p.vec) + "x" + std::to_string(p.vecs_per_thread);
   if (p.rows_per_thread > 1) s += " rows=" + std::to_string(p.rows_per_thread);
+  if (p.tiled) s += " tiled";
   if (p.shifted) s += " head";
   if (p.stash_tiles > 0) s += " stash=" + std::to_string(p.stash_tiles);
   return s;

@@ -33,7 +33,7 @@ cudaError_t plan_call(direction dir, tensor_arg const (&t)[N], std::int64_t rows
   }
   int device = 0;
   ROWSOFTMAX_TRY(cudaGetDevice(&device));
-  return choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), rows), rows, cols,
+  return choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), rows, cols), rows, cols,
                          device, with_workspace, out);
 }
 
@@ -51,7 +51,7 @@ cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::ar
   if (!nothing) {
     int device = 0;
     ROWSOFTMAX_TRY(cudaGetDevice(&device));
-    ROWSOFTMAX_TRY(choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), a.rows),
+    ROWSOFTMAX_TRY(choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), a.rows, a.cols),
                                    a.rows, a.cols, device, with_workspace, &p));
   }
   if (with_workspace && workspace == nullptr) {

@@ -27,6 +27,8 @@ constexpr auto kernel_ptr() {
     return &staged_kernel<Op, V, Config>;
   } else if constexpr (kernel_configs[Config].algo == algorithm::staged_split) {
     return &staged_split_kernel<Op, V, Config>;
+  } else if constexpr (kernel_configs[Config].tiled) {
+    return &tiled_kernel<Op, V, Config>;
   } else {
     return &resident_kernel<Op, V, Config>;
   }
@@ -293,6 +295,8 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
       lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);  // 0 but streaming and staged
       if constexpr (kernel_configs[C].algo == algorithm::streaming) {
         return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, c, p.stash_tiles);
+      } else if constexpr (kernel_configs[C].tiled) {
+        return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a);
       } else {
         return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, c);
       }
@@ -302,16 +306,18 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
 
 /// Launches any configuration `p` names for `a` (tests and benchmarks force plans through
 /// it). Refuses (cudaErrorInvalidValue) a plan that does not match the arguments: a vector
-/// width or alignment the pointers do not allow, too little capacity, or a configuration
+/// width or alignment the pointers do not allow, a tiled configuration for rows that are not
+/// contiguous, too little capacity, or a configuration
 /// without a kernel for the op (the staged one backward); and
 /// (cudaErrorInvalidConfiguration) a cluster, stash or split the device cannot run.
 template <class Op, std::size_t N>
 cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const& a,
                 cudaStream_t stream, void* workspace = nullptr, std::size_t workspace_bytes = 0) {
   constexpr std::size_t elem = sizeof(typename Op::value_type);
-  const row_layout layout = layout_of(t, elem, a.rows);
+  const row_layout layout = layout_of(t, elem, a.rows, a.cols);
   if (p.config < 0 || p.config >= num_kernel_configs) return cudaErrorInvalidValue;
-  if (p.vec > layout.vec || (layout.shifted && !p.shifted && p.vec > 1))
+  if (p.vec > layout.vec || (layout.shifted && !p.shifted && p.vec > 1) ||
+      (kernel_configs[p.config].tiled && !layout.contiguous))
     return cudaErrorInvalidValue;
   const std::int64_t windows = ceil_div(a.cols + (p.vec > 1 && p.shifted ? p.vec - 1 : 0), p.vec);
   plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem, p.cluster_size);

@@ -61,10 +61,11 @@ inline cudaError_t validate(tensor_arg const (&t)[N], std::size_t elem_size, std
 
 /// The widest vector access every tensor allows. 16-byte vectors when all rows start on a
 /// 16-byte boundary, or when every tensor's rows are misaligned by the same amount (the kernel
-/// then peels the same head from each); element access otherwise.
+/// then peels the same head from each); element access otherwise. Contiguous where, besides,
+/// every tensor's rows of `cols` elements follow each other (or there is one row).
 template <std::size_t N>
-inline row_layout layout_of(tensor_arg const (&t)[N], std::size_t elem_size,
-                            std::int64_t rows) noexcept {
+inline row_layout layout_of(tensor_arg const (&t)[N], std::size_t elem_size, std::int64_t rows,
+                            std::int64_t cols) noexcept {
   const int vec = static_cast<int>(16 / elem_size);
   const auto head = [&](void const* p) {
     return static_cast<int>(reinterpret_cast<std::uintptr_t>(p) % 16 / elem_size);
@@ -73,9 +74,12 @@ inline row_layout layout_of(tensor_arg const (&t)[N], std::size_t elem_size,
   const auto stride_mod = [&](std::int64_t s) { return rows == 1 ? 0 : static_cast<int>(s % vec); };
   const int h0 = head(t[0].ptr);
   const int s0 = stride_mod(t[0].stride);
-  for (std::size_t i = 1; i < N; ++i)
-    if (head(t[i].ptr) != h0 || stride_mod(t[i].stride) != s0) return {1, false};
-  return {vec, h0 != 0 || s0 != 0};
+  bool contiguous = true;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (head(t[i].ptr) != h0 || stride_mod(t[i].stride) != s0) return {1, false, false};
+    contiguous = contiguous && (rows == 1 || t[i].stride == cols);
+  }
+  return {vec, h0 != 0 || s0 != 0, contiguous};
 }
 
 /// Fills `limits` for `device`, querying the runtime once per device per process.

@@ -2,6 +2,8 @@
 // The kernel skeletons, written once for every op (forward, backward) and configuration:
 //   resident_kernel  - a row (or several) held in registers: read once, one exchange, store.
 //                      In a clustered configuration the row spans the CTAs of a cluster (sm_90).
+//   tiled_kernel     - short contiguous rows: a CTA's rows copied into shared memory in 16-byte
+//                      vectors, held from there as resident_kernel holds them, copied out.
 //   streaming_kernel - rows longer than the registers of a cluster: pass 1 streams the CTA's
 //                      share of the row in tiles into a partial, keeping what fits on chip
 //                      (the last tile in registers, more in shared memory), one exchange, pass 2
@@ -91,6 +93,26 @@ struct kernel_shape {
       unbounded ? 1 : ctas_per_sm(config, Op::tensors, sizeof(typename Op::value_type));
 };
 
+/// The rows a CTA holds in registers, `Shape::rows_per_thread` of them a thread: every row's
+/// loads issued first, then each row reduced (one exchange) and stored. `window(j)` is the
+/// thread's window of its row j (the same for its loads, their finish and its store).
+template <class Op, class Shape, class Window>
+__device__ inline void hold_rows(typename Op::args const& a, Window const& window,
+                                 typename Shape::exchange::storage& smem, int cluster) {
+  constexpr int rows = Shape::rows_per_thread;
+  typename Shape::fragment f[rows];
+#pragma unroll
+  for (int j = 0; j < rows; ++j) Op::issue(a, window(j), f[j]);
+#pragma unroll
+  for (int j = 0; j < rows; ++j) Op::finish(window(j), f[j]);
+#pragma unroll
+  for (int j = 0; j < rows; ++j) {
+    const partial total =
+        Shape::exchange::allreduce(Op::fold(f[j]), smem, Shape::warps_per_row, cluster);
+    Op::store(a, window(j), f[j], total);
+  }
+}
+
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
@@ -121,17 +143,74 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     }
     return w;
   };
-  typename shape::fragment f[rows];
+  hold_rows<Op, shape>(a, window, smem, cluster);
+}
+
+/// Short rows that follow each other in every tensor (row_layout::contiguous), at any alignment:
+/// a CTA's rows are one span of each tensor, copied into a shared-memory tile in 16-byte vectors
+/// (element-wise at the span's two ends only; the tile keeps the span's alignment), held and
+/// reduced from there as resident_kernel holds rows (their ragged windows read and written in
+/// shared memory), normalized in place over the first input's tile and copied out the same way.
+template <class Op, int V, int Config>
+ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
+                                         (kernel_shape<Op, V, Config>::min_ctas_per_sm))
+    tiled_kernel(typename Op::args const a) {
+  using shape = kernel_shape<Op, V, Config>;
+  using T = typename Op::value_type;
+  using vec = vec_t<T, V>;
+  constexpr int tpr = shape::threads_per_row, threads = shape::threads_per_cta;
+  constexpr int rows = shape::rows_per_thread, rows_per_pass = threads / tpr;
+  // Vectors of each tile: a CTA's rows hold at most threads * rows windows with a head each
+  // (the planner's worst case), so their span, whatever its alignment, at most as many vectors.
+  constexpr int span_vecs = threads * rows;
+  static_assert(shape::slots == 1 && 16 % sizeof(vec) == 0);
+  __shared__ typename shape::exchange::storage smem;
+  __shared__ uint4 tile[Op::tensors][span_vecs];
+  shape::exchange::begin(smem, shape::warps_per_row, 1);
+
+  const std::int64_t row0 = std::int64_t{blockIdx.x} * rows_per_pass * rows;
+  const std::int64_t left = a.rows - row0;
+  const std::int64_t held = left < rows_per_pass * rows ? left : rows_per_pass * rows;
+  // Tensor t's span as one row of held * cols elements, `rows` vectors a thread, consecutive
+  // threads on consecutive vectors; the tile's vector k is the span's window k.
+  auto span = [&](T const* p) {
+    return row_window{0, held * a.cols, threadIdx.x, threads, head_of<V>(p + row0 * a.cols)};
+  };
+  {
+    const T zero = from_float<T>(0.0f);  // (the tile's elements outside the span: never read)
+    vec in[Op::tensors][rows];
 #pragma unroll
-  for (int j = 0; j < rows; ++j) Op::issue(a, window(j), f[j]);
+    for (int t = 0; t < Op::tensors; ++t) {
+      T const* p = Op::input(a, t);
+      load_windows(p + row0 * a.cols, span(p), zero, in[t]);
+    }
 #pragma unroll
-  for (int j = 0; j < rows; ++j) Op::finish(window(j), f[j]);
+    for (int t = 0; t < Op::tensors; ++t) {
+      finish_windows(span(Op::input(a, t)), zero, in[t]);
 #pragma unroll
-  for (int j = 0; j < rows; ++j) {
-    const partial total =
-        shape::exchange::allreduce(Op::fold(f[j]), smem, shape::warps_per_row, cluster);
-    Op::store(a, window(j), f[j], total);
+      for (int k = 0; k < rows; ++k)
+        *reinterpret_cast<vec*>(&tile[t][threadIdx.x + k * threads]) = in[t][k];
+    }
   }
+  __syncthreads();
+  T* tiles[Op::tensors];
+#pragma unroll
+  for (int t = 0; t < Op::tensors; ++t)
+    tiles[t] = reinterpret_cast<T*>(tile[t]) + span(Op::input(a, t)).shift;
+  const typename Op::args on_tile = Op::on_tiles(a, tiles, held);
+  auto window = [&](int j) {
+    return Op::template window<V>(on_tile, j * rows_per_pass + threadIdx.x / tpr,
+                                  threadIdx.x % tpr, tpr);
+  };
+  hold_rows<Op, shape>(on_tile, window, smem, 1);
+  __syncthreads();
+  // The output's rows are aligned as the inputs' (row_layout: equal heads): its span's window k
+  // is the first tile's vector k.
+  vec out[rows];
+#pragma unroll
+  for (int k = 0; k < rows; ++k)
+    out[k] = *reinterpret_cast<vec const*>(&tile[0][threadIdx.x + k * threads]);
+  store_windows(Op::output(a) + row0 * a.cols, span(Op::output(a)), out);
 }
 
 /// A thread's fragment in a streaming or split CTA's stash: 16-byte words, word q of thread i of

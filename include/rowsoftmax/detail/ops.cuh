@@ -49,6 +49,14 @@ struct forward_op {
     return {r, active ? a.cols : 0, first, stride, head_of<V>(a.x + r * a.x_stride)};
   }
 
+  /// Tiled rows (tiled_kernel): input tensor `t` and the output, and `a` with `rows` rows read
+  /// from `tiles` (one an input tensor, rows `a.cols` apart) and written over the first.
+  __device__ static T const* input(args const& a, int) { return a.x; }
+  __device__ static T* output(args const& a) { return a.y; }
+  __device__ static args on_tiles(args const& a, T* const (&tiles)[tensors], std::int64_t rows) {
+    return {tiles[0], a.cols, tiles[0], a.cols, rows, a.cols};
+  }
+
   /// Issues the loads of the thread's windows of row `w` (see load_windows); `finish` then
   /// completes them. Apart, so that a thread of several rows issues all their loads first.
   template <int V, int N, class Hint = no_hint>
@@ -163,6 +171,13 @@ struct backward_op {
     const bool active = row < a.rows;
     const std::int64_t r = active ? row : 0;
     return {r, active ? a.cols : 0, first, stride, head_of<V>(a.dy + r * a.dy_stride)};
+  }
+
+  /// As forward_op: dy, then y, read from tiles; dx written over dy's.
+  __device__ static T const* input(args const& a, int t) { return t == 0 ? a.dy : a.y; }
+  __device__ static T* output(args const& a) { return a.dx; }
+  __device__ static args on_tiles(args const& a, T* const (&tiles)[tensors], std::int64_t rows) {
+    return {tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols, rows, a.cols};
   }
 
   /// As forward_op: `issue` the loads, `finish` them once every load is issued.
