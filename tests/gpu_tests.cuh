@@ -244,9 +244,8 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
       const row_layout layout = layout_for<T>(s);
       for (int c = 0; c < detail::num_kernel_configs; ++c) {
         auto const& k = detail::kernel_configs[c];
-        if (layout.vec == 1 && !k.scalar_ok) continue;
-        const std::int64_t windows =
-            detail::ceil_div(cols + (layout.shifted ? layout.vec - 1 : 0), layout.vec);
+        if ((layout.vec == 1 && !k.scalar_ok) || (k.tiled && !layout.contiguous)) continue;
+        const std::int64_t windows = detail::row_windows(k, layout, cols);
         const std::int64_t fewest = std::max<std::int64_t>(
             2, detail::ceil_div(windows, detail::window_capacity(k, layout.vec, sizeof(T), 1)));
         const std::int64_t sizes[] = {k.clustered ? fewest : 1,
@@ -305,10 +304,10 @@ TYPED_TEST_P(Gpu, ShortRowsSeveralAThread) {
     for (shape s : contiguous_layouts<T>(3, cols)) shapes.push_back(s);
     for (shape s : shapes) {
       const row_layout layout = layout_for<T>(s);
-      const std::int64_t windows = detail::ceil_div(cols + (layout.shifted ? v - 1 : 0), v);
       for (int c = detail::first_short_row_config - 1; c <= detail::last_tiled_config; ++c) {
         launcher<T> run;  // c below the first: planned (up to 1024 rows a CTA)
         auto const& k = detail::kernel_configs[std::max(c, detail::first_short_row_config)];
+        const std::int64_t windows = detail::row_windows(k, layout, cols);
         if (c >= detail::first_short_row_config &&
             (layout.vec == 1 || detail::window_capacity(k, layout.vec, sizeof(T)) < windows ||
              (k.tiled && !layout.contiguous)))

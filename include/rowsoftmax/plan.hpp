@@ -75,6 +75,7 @@ struct plan {
   int threads_per_cta = 1;
   int cluster_size = 1;              ///< CTAs that share one row (1: no cluster)
   std::int64_t windows = 0;          ///< vector windows in the widest row, peeled head included
+                                     ///< (none in tiled rows: row_windows)
   std::int64_t grid_ctas = 0;        ///< CTAs launched for `rows` rows
   int split_ctas = 0;                ///< split, staged split: CTAs that share one row
   int row_groups = 0;                ///< split, staged split: rows in flight at once
@@ -226,6 +227,15 @@ inline constexpr int last_tiled_config = 55;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
+}
+
+/// Vector windows of a row of `cols` elements in configuration `c` at `layout`: the row plus,
+/// for misaligned rows, the worst head (vec - 1 elements), which tiled rows do not peel (their
+/// windows start at each row's start in the tile: in_tile, kernels.cuh).
+constexpr std::int64_t row_windows(kernel_config const& c, row_layout layout,
+                                   std::int64_t cols) noexcept {
+  return ceil_div(cols + (layout.vec > 1 && layout.shifted && !c.tiled ? layout.vec - 1 : 0),
+                  layout.vec);
 }
 
 /// Whether the planner gives rows of `elem_size`-byte elements at vector width `vec` the one-CTA
@@ -607,12 +617,16 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // Short rows: as many threads as the row has vectors, 8 rows a thread, tiled where they are
   // misaligned and contiguous (see first_tiled_config); not misaligned 16-bit rows otherwise
   // (see first_short_row_config).
-  if (vec > 1 && windows <= window_capacity(kernel_configs[last_short_row_config], vec, elem_size)) {
+  if (vec > 1) {
     const bool tiled = layout.shifted && layout.contiguous;
-    if (tiled || !(layout.shifted && elem_size == 2)) {
+    const std::int64_t w =
+        row_windows(kernel_configs[tiled ? first_tiled_config : first_short_row_config], layout,
+                    cols);
+    if (w <= window_capacity(kernel_configs[last_short_row_config], vec, elem_size) &&
+        (tiled || !(layout.shifted && elem_size == 2))) {
       int i = tiled ? first_tiled_config : first_short_row_config;
-      while (window_capacity(kernel_configs[i], vec, elem_size) < windows) ++i;
-      return make_plan(i, layout, rows, windows, elem_size);
+      while (window_capacity(kernel_configs[i], vec, elem_size) < w) ++i;
+      return make_plan(i, layout, rows, w, elem_size);
     }
   }
   // The smallest one-CTA configuration that holds the row, of those planned (one_cta_planned).

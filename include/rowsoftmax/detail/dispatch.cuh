@@ -319,7 +319,8 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
   if (p.vec > layout.vec || (layout.shifted && !p.shifted && p.vec > 1) ||
       (kernel_configs[p.config].tiled && !layout.contiguous))
     return cudaErrorInvalidValue;
-  const std::int64_t windows = ceil_div(a.cols + (p.vec > 1 && p.shifted ? p.vec - 1 : 0), p.vec);
+  const std::int64_t windows =
+      row_windows(kernel_configs[p.config], {p.vec, p.shifted, layout.contiguous}, a.cols);
   plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem, p.cluster_size);
   if (q.algo == algorithm::streaming) {
     if (p.stash_tiles < 0) return cudaErrorInvalidValue;

@@ -95,21 +95,23 @@ struct kernel_shape {
 
 /// The rows a CTA holds in registers, `Shape::rows_per_thread` of them a thread: every row's
 /// loads issued first, then each row reduced (one exchange) and stored. `window(j)` is the
-/// thread's window of its row j (the same for its loads, their finish and its store).
-template <class Op, class Shape, class Window>
+/// thread's window of its row j (the same for its loads, their finish and its store); `where`
+/// says where the rows are (no_hint: global memory, in_tile: a shared-memory tile).
+template <class Op, class Shape, class Window, class Where = no_hint>
 __device__ inline void hold_rows(typename Op::args const& a, Window const& window,
-                                 typename Shape::exchange::storage& smem, int cluster) {
+                                 typename Shape::exchange::storage& smem, int cluster,
+                                 Where where = {}) {
   constexpr int rows = Shape::rows_per_thread;
   typename Shape::fragment f[rows];
 #pragma unroll
-  for (int j = 0; j < rows; ++j) Op::issue(a, window(j), f[j]);
+  for (int j = 0; j < rows; ++j) Op::issue(a, window(j), f[j], where);
 #pragma unroll
   for (int j = 0; j < rows; ++j) Op::finish(window(j), f[j]);
 #pragma unroll
   for (int j = 0; j < rows; ++j) {
     const partial total =
         Shape::exchange::allreduce(Op::fold(f[j]), smem, Shape::warps_per_row, cluster);
-    Op::store(a, window(j), f[j], total);
+    Op::store(a, window(j), f[j], total, where);
   }
 }
 
@@ -149,8 +151,9 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
 /// Short rows that follow each other in every tensor (row_layout::contiguous), at any alignment:
 /// a CTA's rows are one span of each tensor, copied into a shared-memory tile in 16-byte vectors
 /// (element-wise at the span's two ends only; the tile keeps the span's alignment), held and
-/// reduced from there as resident_kernel holds rows (their ragged windows read and written in
-/// shared memory), normalized in place over the first input's tile and copied out the same way.
+/// reduced from there as resident_kernel holds rows, in windows from each row's start whatever
+/// its alignment (in_tile), normalized in place over the first input's tile and copied out the
+/// same way.
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
@@ -160,25 +163,26 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   using vec = vec_t<T, V>;
   constexpr int tpr = shape::threads_per_row, threads = shape::threads_per_cta;
   constexpr int rows = shape::rows_per_thread, rows_per_pass = threads / tpr;
-  // Vectors of each tile: a CTA's rows hold at most threads * rows windows with a head each
-  // (the planner's worst case), so their span, whatever its alignment, at most as many vectors.
-  constexpr int span_vecs = threads * rows;
-  static_assert(shape::slots == 1 && 16 % sizeof(vec) == 0);
+  // A tile's vectors, `rows` + 1 a thread: a CTA's rows hold at most threads * rows windows
+  // (tiled_windows), so their span, at any alignment, at most one vector more, and the last
+  // row's last window reads at most a word past it.
+  constexpr int slots = rows + 1;
+  static_assert(shape::slots == 1 && sizeof(vec) == 16);
   __shared__ typename shape::exchange::storage smem;
-  __shared__ uint4 tile[Op::tensors][span_vecs];
+  __shared__ uint4 tile[Op::tensors][threads * slots];
   shape::exchange::begin(smem, shape::warps_per_row, 1);
 
   const std::int64_t row0 = std::int64_t{blockIdx.x} * rows_per_pass * rows;
   const std::int64_t left = a.rows - row0;
   const std::int64_t held = left < rows_per_pass * rows ? left : rows_per_pass * rows;
-  // Tensor t's span as one row of held * cols elements, `rows` vectors a thread, consecutive
-  // threads on consecutive vectors; the tile's vector k is the span's window k.
+  // Tensor t's span as one row of held * cols elements, consecutive threads on consecutive
+  // vectors; the tile's vector k is the span's window k.
   auto span = [&](T const* p) {
     return row_window{0, held * a.cols, threadIdx.x, threads, head_of<V>(p + row0 * a.cols)};
   };
   {
-    const T zero = from_float<T>(0.0f);  // (the tile's elements outside the span: never read)
-    vec in[Op::tensors][rows];
+    const T zero = from_float<T>(0.0f);  // (the tile's elements outside the span: never used)
+    vec in[Op::tensors][slots];
 #pragma unroll
     for (int t = 0; t < Op::tensors; ++t) {
       T const* p = Op::input(a, t);
@@ -188,7 +192,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     for (int t = 0; t < Op::tensors; ++t) {
       finish_windows(span(Op::input(a, t)), zero, in[t]);
 #pragma unroll
-      for (int k = 0; k < rows; ++k)
+      for (int k = 0; k < slots; ++k)
         *reinterpret_cast<vec*>(&tile[t][threadIdx.x + k * threads]) = in[t][k];
     }
   }
@@ -199,16 +203,18 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     tiles[t] = reinterpret_cast<T*>(tile[t]) + span(Op::input(a, t)).shift;
   const typename Op::args on_tile = Op::on_tiles(a, tiles, held);
   auto window = [&](int j) {
-    return Op::template window<V>(on_tile, j * rows_per_pass + threadIdx.x / tpr,
-                                  threadIdx.x % tpr, tpr);
+    row_window w = Op::template window<V>(on_tile, j * rows_per_pass + threadIdx.x / tpr,
+                                          threadIdx.x % tpr, tpr);
+    w.shift = 0;  // windows from the row's start (in_tile)
+    return w;
   };
-  hold_rows<Op, shape>(on_tile, window, smem, 1);
+  hold_rows<Op, shape>(on_tile, window, smem, 1, in_tile{});
   __syncthreads();
   // The output's rows are aligned as the inputs' (row_layout: equal heads): its span's window k
   // is the first tile's vector k.
-  vec out[rows];
+  vec out[slots];
 #pragma unroll
-  for (int k = 0; k < rows; ++k)
+  for (int k = 0; k < slots; ++k)
     out[k] = *reinterpret_cast<vec const*>(&tile[0][threadIdx.x + k * threads]);
   store_windows(Op::output(a) + row0 * a.cols, span(Op::output(a)), out);
 }

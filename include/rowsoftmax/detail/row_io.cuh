@@ -39,6 +39,67 @@ __device__ inline int head_of(T const* row_start) {
   }
 }
 
+/// Where `load_windows` and `store_windows` find a row: in global memory (the hint types, see
+/// l2_hint), or, `in_tile`, in a shared-memory tile at any element alignment (tiled_kernel). A
+/// tile's windows start at the row's start (shift 0: window j covers elements [j*V, j*V + V)); a
+/// window is read as the 32-bit words that cover it, realigned with byte permutes (16-bit rows
+/// that start at an odd element), and written element by element, so that every lane runs the
+/// same instructions whatever its row's alignment. (Tiles windowed as global memory is, a ragged
+/// head and tail window every row read and written element-wise, ran bf16 forward 60 columns at
+/// 18% of copy against 43% untiled; README, "Tuning notes" 59.) A tile holds a word after its
+/// last row's last window.
+struct in_tile {};
+
+template <class T, int V, int N>
+__device__ inline void load_tile_windows(T const* row, row_window const& w, T fill,
+                                         vec_t<T, V> (&out)[N]) {
+  using vec = vec_t<T, V>;
+  using word = typename vec::word;
+  static_assert(sizeof(word) == 4, "16-byte windows");
+  const word f = vec::fill_word(fill);
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V;
+    T const* p = row + e0;
+    if constexpr (vec::per_word == 2) {
+      const bool odd = (reinterpret_cast<std::uintptr_t>(p) & 2) != 0;
+      word const* q = reinterpret_cast<word const*>(p - (odd ? 1 : 0));
+      word x[vec::words + 1];
+#pragma unroll
+      for (int i = 0; i <= vec::words; ++i) x[i] = q[i];
+#pragma unroll
+      for (int i = 0; i < vec::words; ++i)
+        out[k].w[i] = odd ? __byte_perm(x[i], x[i + 1], 0x5432) : x[i];
+    } else {
+#pragma unroll
+      for (int i = 0; i < vec::words; ++i) out[k].w[i] = reinterpret_cast<word const*>(p)[i];
+    }
+    if (e0 + V > w.cols) {  // the row's last window, or one past it: `fill` beyond the row
+#pragma unroll
+      for (int i = 0; i < vec::words; ++i) {
+        word m = 0;
+#pragma unroll
+        for (int h = 0; h < vec::per_word; ++h)
+          if (e0 + i * vec::per_word + h >= w.cols)
+            m |= vec::per_word == 1 ? ~word{0} : word{0xffffu} << (16 * h);
+        out[k].w[i] = (out[k].w[i] & ~m) | (f & m);
+      }
+    }
+  }
+}
+
+template <class T, int V, int N>
+__device__ inline void store_tile_windows(T* row, row_window const& w,
+                                          vec_t<T, V> const (&in)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V;
+#pragma unroll
+    for (int l = 0; l < V; ++l)
+      if (e0 + l < w.cols) row[e0 + l] = in[k].get(l);
+  }
+}
+
 /// Reads N windows (`w.stride` windows apart) of a row into registers; elements outside
 /// [0, cols) read as `fill` and touch no memory. Every load is issued before any loaded value
 /// is used: a whole window is one vector load, a ragged one (a misaligned head, a tail) is read
@@ -52,25 +113,29 @@ template <class T, int V, int N, class Hint = no_hint>
 __device__ inline void load_windows(T const* row, row_window const& w, T fill,
                                     vec_t<T, V> (&out)[N], Hint hint = {}) {
   using vec = vec_t<T, V>;
+  if constexpr (std::is_same_v<Hint, in_tile>) {
+    load_tile_windows(row, w, fill, out);
+  } else {
 #pragma unroll
-  for (int k = 0; k < N; ++k) {
-    const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
-    if (e0 >= 0 && e0 + V <= w.cols) {
-      out[k] = vec::load(row + e0, hint);
-    } else if (vec::per_word == 2 && (e0 + V <= 0 || e0 >= w.cols)) {  // none in the row
+    for (int k = 0; k < N; ++k) {
+      const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
+      if (e0 >= 0 && e0 + V <= w.cols) {
+        out[k] = vec::load(row + e0, hint);
+      } else if (vec::per_word == 2 && (e0 + V <= 0 || e0 >= w.cols)) {  // none in the row
 #pragma unroll
-      for (int i = 0; i < vec::words; ++i) out[k].w[i] = vec::fill_word(fill);
-    } else {
+        for (int i = 0; i < vec::words; ++i) out[k].w[i] = vec::fill_word(fill);
+      } else {
 #pragma unroll
-      for (int i = 0; i < vec::words; ++i) {
-        const std::int64_t lo = e0 + i * vec::per_word, hi = lo + vec::per_word - 1;
-        const bool lo_in = lo >= 0 && lo < w.cols, hi_in = hi >= 0 && hi < w.cols;
-        if (lo_in && hi_in) {
-          out[k].w[i] = *reinterpret_cast<typename vec::word const*>(row + lo);
-        } else if (lo_in || hi_in) {  // 16-bit only: the one element, completed by finish
-          out[k].w[i] = *reinterpret_cast<std::uint16_t const*>(row + (lo_in ? lo : hi));
-        } else {
-          out[k].w[i] = vec::fill_word(fill);
+        for (int i = 0; i < vec::words; ++i) {
+          const std::int64_t lo = e0 + i * vec::per_word, hi = lo + vec::per_word - 1;
+          const bool lo_in = lo >= 0 && lo < w.cols, hi_in = hi >= 0 && hi < w.cols;
+          if (lo_in && hi_in) {
+            out[k].w[i] = *reinterpret_cast<typename vec::word const*>(row + lo);
+          } else if (lo_in || hi_in) {  // 16-bit only: the one element, completed by finish
+            out[k].w[i] = *reinterpret_cast<std::uint16_t const*>(row + (lo_in ? lo : hi));
+          } else {
+            out[k].w[i] = vec::fill_word(fill);
+          }
         }
       }
     }
@@ -118,22 +183,26 @@ __device__ inline void finish_windows(row_window const& w, T fill, vec_t<T, V> (
 template <bool OneStore = false, class T, int V, int N, class Hint = no_hint>
 __device__ inline void store_windows(T* row, row_window const& w, vec_t<T, V> const (&in)[N],
                                      Hint hint = {}) {
+  if constexpr (std::is_same_v<Hint, in_tile>) {
+    store_tile_windows(row, w, in);
+  } else {
 #pragma unroll
-  for (int k = 0; k < N; ++k) {
-    const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
-    if (e0 >= 0 && e0 + V <= w.cols) {
-      if constexpr (std::is_same_v<Hint, l2_hint>) {
-        in[k].store(row + e0, hint);
-      } else if constexpr (OneStore) {
-        in[k].store(row + e0);
+    for (int k = 0; k < N; ++k) {
+      const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
+      if (e0 >= 0 && e0 + V <= w.cols) {
+        if constexpr (std::is_same_v<Hint, l2_hint>) {
+          in[k].store(row + e0, hint);
+        } else if constexpr (OneStore) {
+          in[k].store(row + e0);
+        } else {
+          *reinterpret_cast<vec_t<T, V>*>(row + e0) = in[k];
+        }
       } else {
-        *reinterpret_cast<vec_t<T, V>*>(row + e0) = in[k];
-      }
-    } else {
 #pragma unroll
-      for (int l = 0; l < V; ++l) {
-        const std::int64_t e = e0 + l;
-        if (e >= 0 && e < w.cols) row[e] = in[k].get(l);
+        for (int l = 0; l < V; ++l) {
+          const std::int64_t e = e0 + l;
+          if (e >= 0 && e < w.cols) row[e] = in[k].get(l);
+        }
       }
     }
   }
