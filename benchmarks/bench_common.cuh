@@ -301,7 +301,8 @@ void register_against_before(direction dir, char const* group, std::int64_t cols
   forced_config old;
   for (int c = 0; c <= detail::last_cta_config && old.config < 0; ++c)
     if (before(detail::kernel_configs[c]) &&
-        detail::window_capacity(detail::kernel_configs[c], vec, sizeof(T), 1) >= planned.windows)
+        detail::window_capacity(detail::kernel_configs[c], vec, sizeof(T), 1) >=
+            detail::row_windows(detail::kernel_configs[c], {vec, cols % vec != 0}, cols))
       old.config = c;
   if (old.config >= 0 && !differs(planned, old.config)) old = {};
   const std::string name = std::string(dir == direction::forward ? "forward/" : "backward/") +

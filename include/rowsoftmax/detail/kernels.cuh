@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../plan.hpp"
 #include "exchange.cuh"
@@ -96,7 +97,8 @@ struct kernel_shape {
 /// The rows a CTA holds in registers, `Shape::rows_per_thread` of them a thread: every row's
 /// loads issued first, then each row reduced (one exchange) and stored. `window(j)` is the
 /// thread's window of its row j (the same for its loads, their finish and its store); `where`
-/// says where the rows are (no_hint: global memory, in_tile: a shared-memory tile).
+/// says where the rows are (no_hint: global memory, in_tile: a shared-memory tile, every thread
+/// of the CTA calling).
 template <class Op, class Shape, class Window, class Where = no_hint>
 __device__ inline void hold_rows(typename Op::args const& a, Window const& window,
                                  typename Shape::exchange::storage& smem, int cluster,
@@ -107,6 +109,9 @@ __device__ inline void hold_rows(typename Op::args const& a, Window const& windo
   for (int j = 0; j < rows; ++j) Op::issue(a, window(j), f[j], where);
 #pragma unroll
   for (int j = 0; j < rows; ++j) Op::finish(window(j), f[j]);
+  // A tile's rows are written in place, and a window read there covers words of the next row
+  // (its elements masked): every read done before any write.
+  if constexpr (std::is_same_v<Where, in_tile>) __syncthreads();
 #pragma unroll
   for (int j = 0; j < rows; ++j) {
     const partial total =
