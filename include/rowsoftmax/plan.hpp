@@ -219,10 +219,19 @@ inline constexpr int last_short_row_config = 50;
 // the rows of a tensor follow each other, as in a contiguous tensor whose cols are not a multiple
 // of the vector) take the short-row configurations' threads and rows tiled (configurations
 // 51-55): a CTA's 1024 / threads_per_row rows are one span of each tensor, copied into shared
-// memory (its own 16 KB a tensor) in 16-byte vectors whatever the rows' alignment, so that only
-// the span's two ends are read and written element-wise in global memory; the rows' ragged
-// windows are read and written in shared memory.
+// memory (18 KB a tensor) in 16-byte vectors whatever the rows' alignment, so that only the
+// span's two ends are read and written element-wise in global memory; in the tile each row is
+// windowed from its start (no head), a window read as the words that cover it (in_tile,
+// row_io.cuh). The planner tiles rows of at most 8 vectors (16-bit: 64 columns, fp32: 32), not
+// fp32 backward. On the H200 (rows*cols = 2^27, % of copy, README "Tuning notes" 59): bf16
+// forward 4 columns 28.7% tiled against 7.5%, 5 35% against 8%, 13 39% against 19%, 60 45%
+// against 42.7%; backward 4 32.7% against 9.8%, 13 41.7% against 16%, 60 51.1% against 51.6%;
+// fp32 forward 5 75% against 71%, 13 90% against 75.5%. Not planned: 16-bit rows of 16 threads
+// (77 columns: forward 28% tiled against 33% in one row a thread, backward 30% against 42%; 100:
+// 37.5% against 43%, 43.6% against 59.6%) and fp32 backward (5: 79.6% against 81%, 13: 86.5%
+// against 88%).
 inline constexpr int first_tiled_config = 51;
+inline constexpr int last_planned_tiled_config = 54;
 inline constexpr int last_tiled_config = 55;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
@@ -579,7 +588,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 ///
 /// Pure and constexpr: depends only on its arguments. Rows of at most 16 vectors (128 16-bit or
 /// 64 fp32 elements) take one vector a thread, 8 rows a thread (first_short_row_config), copied
-/// through shared memory where they are misaligned and contiguous (first_tiled_config). Other
+/// through shared memory where they are misaligned and contiguous, of at most 8 vectors, but fp32
+/// backward (first_tiled_config). Other
 /// rows that one 256-thread CTA holds
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
 /// that holds them (sub-warp rows share a warp; rows of 4 or more threads take 80 to 144 bytes a
@@ -615,18 +625,21 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   };
 
   // Short rows: as many threads as the row has vectors, 8 rows a thread, tiled where they are
-  // misaligned and contiguous (see first_tiled_config); not misaligned 16-bit rows otherwise
-  // (see first_short_row_config).
+  // misaligned and contiguous, of at most 8 vectors and not fp32 backward (see
+  // first_tiled_config); else not misaligned 16-bit rows (see first_short_row_config).
   if (vec > 1) {
-    const bool tiled = layout.shifted && layout.contiguous;
-    const std::int64_t w =
-        row_windows(kernel_configs[tiled ? first_tiled_config : first_short_row_config], layout,
-                    cols);
-    if (w <= window_capacity(kernel_configs[last_short_row_config], vec, elem_size) &&
-        (tiled || !(layout.shifted && elem_size == 2))) {
-      int i = tiled ? first_tiled_config : first_short_row_config;
-      while (window_capacity(kernel_configs[i], vec, elem_size) < w) ++i;
-      return make_plan(i, layout, rows, w, elem_size);
+    const std::int64_t tiled = row_windows(kernel_configs[first_tiled_config], layout, cols);
+    if (layout.shifted && layout.contiguous && !(elem_size == 4 && dir == direction::backward) &&
+        tiled <= window_capacity(kernel_configs[last_planned_tiled_config], vec, elem_size)) {
+      int i = first_tiled_config;
+      while (window_capacity(kernel_configs[i], vec, elem_size) < tiled) ++i;
+      return make_plan(i, layout, rows, tiled, elem_size);
+    }
+    if (!(layout.shifted && elem_size == 2) &&
+        windows <= window_capacity(kernel_configs[last_short_row_config], vec, elem_size)) {
+      int i = first_short_row_config;
+      while (window_capacity(kernel_configs[i], vec, elem_size) < windows) ++i;
+      return make_plan(i, layout, rows, windows, elem_size);
     }
   }
   // The smallest one-CTA configuration that holds the row, of those planned (one_cta_planned).
