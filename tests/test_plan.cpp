@@ -109,9 +109,9 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
 }
 
 // Rows of at most 16 vectors take one vector a thread, 8 rows a thread, in the fewest threads (a
-// power of two) that hold the row, tiled where they are misaligned and contiguous (up to 8 vectors,
-// not fp32 backward); longer rows, other misaligned 16-bit rows and the scalar fallback, one row a
-// thread.
+// power of two) that hold the row, tiled where they are misaligned and contiguous (up to 8 vectors
+// forward, 4 backward, 16-bit only); longer rows, other misaligned 16-bit rows and the scalar
+// fallback, one row a thread.
 TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
   for (int c = rs::detail::first_short_row_config; c <= rs::detail::last_short_row_config; ++c) {
     auto const& k = kernel_configs[c];
@@ -154,14 +154,15 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
               SCOPED_TRACE("cols=" + std::to_string(cols) + " elem=" + std::to_string(elem) +
                            " vec=" + std::to_string(vec) + " shifted=" + std::to_string(shifted) +
                            " contiguous=" + std::to_string(contiguous) + " " + rs::to_string(p));
-              const bool tiled = vec > 1 && shifted && contiguous && (cols + vec - 1) / vec <= 8 &&
-                                 !(elem == 4 && dir == rs::direction::backward);
+              const bool fwd = dir == rs::direction::forward;
+              const bool tiled = vec > 1 && shifted && contiguous &&
+                                 (cols + vec - 1) / vec <= (fwd ? 8 : 4) && (fwd || elem == 2);
               ASSERT_EQ(p.tiled, tiled);
               if (tiled || (vec > 1 && (elem == 4 || !shifted) && p.windows <= 16)) {
                 const int first = tiled ? rs::detail::first_tiled_config
                                         : rs::detail::first_short_row_config;
                 ASSERT_GE(p.config, first);
-                ASSERT_LE(p.config, first + (tiled ? 3 : 4));
+                ASSERT_LE(p.config, first + (tiled ? (fwd ? 3 : 2) : 4));
                 ASSERT_EQ(p.vecs_per_thread, 1);
                 ASSERT_EQ(p.rows_per_thread, 8);
                 ASSERT_GE(p.threads_per_row, p.windows);
@@ -273,12 +274,15 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(rs::plan_for(rs::direction::backward, 1024, 2 * n - v + 1, elem, {int(v), true}, h200)
                   .rows_per_thread,
               elem == 2 ? 1 : 8);  // misaligned: fp32 16 threads, 16-bit one row a thread
-    // Misaligned contiguous rows of up to 8 vectors (no head peeled): tiled, but fp32 backward.
+    // Misaligned contiguous rows (no head peeled): tiled forward up to 8 vectors, backward up to
+    // 4 (16-bit only).
     const rs::row_layout contiguous{int(v), true, true};
     EXPECT_EQ(rs::to_string(rs::plan_for(rs::direction::forward, 1024, n, elem, contiguous, h200)),
               "registers cta=128 tpr=8 vec=" + std::to_string(v) + "x1 rows=8 tiled head");
-    EXPECT_EQ(rs::plan_for(rs::direction::backward, 1024, n, elem, contiguous, h200).tiled,
+    EXPECT_EQ(rs::plan_for(rs::direction::backward, 1024, n / 2, elem, contiguous, h200).tiled,
               elem == 2);
+    EXPECT_EQ(rs::plan_for(rs::direction::backward, 1024, n / 2 + 1, elem, contiguous, h200).tiled,
+              false);
     EXPECT_EQ(rs::plan_for(rs::direction::forward, 1024, n + 1, elem, contiguous, h200).tiled,
               false);  // 9 vectors: 16-bit one row a thread, fp32 8 a thread untiled
     EXPECT_EQ(

@@ -222,16 +222,18 @@ inline constexpr int last_short_row_config = 50;
 // memory (18 KB a tensor) in 16-byte vectors whatever the rows' alignment, so that only the
 // span's two ends are read and written element-wise in global memory; in the tile each row is
 // windowed from its start (no head), a window read as the words that cover it (in_tile,
-// row_io.cuh). The planner tiles rows of at most 8 vectors (16-bit: 64 columns, fp32: 32), not
-// fp32 backward. On the H200 (rows*cols = 2^27, % of copy, README "Tuning notes" 59): bf16
-// forward 4 columns 28.7% tiled against 7.5%, 5 35% against 8%, 13 39% against 19%, 60 45%
-// against 42.7%; backward 4 32.7% against 9.8%, 13 41.7% against 16%, 60 51.1% against 51.6%;
-// fp32 forward 5 75% against 71%, 13 90% against 75.5%. Not planned: 16-bit rows of 16 threads
-// (77 columns: forward 28% tiled against 33% in one row a thread, backward 30% against 42%; 100:
-// 37.5% against 43%, 43.6% against 59.6%) and fp32 backward (5: 79.6% against 81%, 13: 86.5%
-// against 88%).
+// row_io.cuh). The planner tiles forward rows of at most 8 vectors (16-bit: 64 columns, fp32:
+// 32) and 16-bit backward rows of at most 4. On the H200 (rows*cols = 2^27, % of copy, README
+// "Tuning notes" 59): bf16 forward 4 columns 28.7% tiled against 7.5%, 5 35% against 8%, 13 39%
+// against 19%, 60 45% against 42.7%; backward 4 32.7% against 9.8%, 13 41.7% against 16%; fp32
+// forward 5 75% against 71%, 13 90% against 75.5%. Not planned: 16-bit backward rows of 8
+// threads (60 columns: bf16 51.1% tiled against 51.6% in one row a thread, fp16 51.6% against
+// 53.6%), 16-bit rows of 16 threads (77 columns: forward 28% against 33%, backward 30% against
+// 42%; 100: 37.5% against 43%, 43.6% against 59.6%) and fp32 backward (5: 79.6% against 81% in 8
+// rows a thread untiled, 13: 86.5% against 88%).
 inline constexpr int first_tiled_config = 51;
-inline constexpr int last_planned_tiled_config = 54;
+inline constexpr int last_backward_tiled_config = 53;  // 4 threads a row
+inline constexpr int last_forward_tiled_config = 54;   // 8 threads a row
 inline constexpr int last_tiled_config = 55;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
@@ -588,8 +590,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 ///
 /// Pure and constexpr: depends only on its arguments. Rows of at most 16 vectors (128 16-bit or
 /// 64 fp32 elements) take one vector a thread, 8 rows a thread (first_short_row_config), copied
-/// through shared memory where they are misaligned and contiguous, of at most 8 vectors, but fp32
-/// backward (first_tiled_config). Other
+/// through shared memory where they are misaligned and contiguous, of at most 8 vectors forward
+/// and 4 backward (16-bit only; first_tiled_config). Other
 /// rows that one 256-thread CTA holds
 /// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
 /// that holds them (sub-warp rows share a warp; rows of 4 or more threads take 80 to 144 bytes a
@@ -625,12 +627,14 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   };
 
   // Short rows: as many threads as the row has vectors, 8 rows a thread, tiled where they are
-  // misaligned and contiguous, of at most 8 vectors and not fp32 backward (see
+  // misaligned and contiguous, of at most 8 vectors forward and 4 backward (16-bit only; see
   // first_tiled_config); else not misaligned 16-bit rows (see first_short_row_config).
   if (vec > 1) {
     const std::int64_t tiled = row_windows(kernel_configs[first_tiled_config], layout, cols);
+    const int last_tiled = dir == direction::forward ? last_forward_tiled_config
+                                                     : last_backward_tiled_config;
     if (layout.shifted && layout.contiguous && !(elem_size == 4 && dir == direction::backward) &&
-        tiled <= window_capacity(kernel_configs[last_planned_tiled_config], vec, elem_size)) {
+        tiled <= window_capacity(kernel_configs[last_tiled], vec, elem_size)) {
       int i = first_tiled_config;
       while (window_capacity(kernel_configs[i], vec, elem_size) < tiled) ++i;
       return make_plan(i, layout, rows, tiled, elem_size);
