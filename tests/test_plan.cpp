@@ -124,8 +124,8 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
   // The tiled ones: the same threads and rows, copied through shared memory.
   for (int c = rs::detail::first_tiled_config; c <= rs::detail::last_tiled_config; ++c) {
     auto const& k = kernel_configs[c];
-    auto const& untiled = kernel_configs[c - rs::detail::first_tiled_config +
-                                         rs::detail::first_short_row_config];
+    auto const& untiled =
+        kernel_configs[c - rs::detail::first_tiled_config + rs::detail::first_short_row_config];
     EXPECT_TRUE(k.tiled);
     EXPECT_EQ(k.algo, untiled.algo);
     EXPECT_EQ(k.threads_per_row, untiled.threads_per_row);
@@ -159,8 +159,8 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
                                  (cols + vec - 1) / vec <= (fwd ? 8 : 4) && (fwd || elem == 2);
               ASSERT_EQ(p.tiled, tiled);
               if (tiled || (vec > 1 && (elem == 4 || !shifted) && p.windows <= 16)) {
-                const int first = tiled ? rs::detail::first_tiled_config
-                                        : rs::detail::first_short_row_config;
+                const int first =
+                    tiled ? rs::detail::first_tiled_config : rs::detail::first_short_row_config;
                 ASSERT_GE(p.config, first);
                 ASSERT_LE(p.config, first + (tiled ? (fwd ? 3 : 2) : 4));
                 ASSERT_EQ(p.vecs_per_thread, 1);
@@ -168,8 +168,8 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
                 ASSERT_GE(p.threads_per_row, p.windows);
                 ASSERT_LT(p.threads_per_row, 2 * p.windows);
                 ASSERT_EQ(p.grid_ctas, (100 + p.rows_per_cta - 1) / p.rows_per_cta);
-                const char* err = plan_error(p, 100, cols, {elem, {vec, shifted, contiguous}},
-                                             h200);
+                const char* err =
+                    plan_error(p, 100, cols, {elem, {vec, shifted, contiguous}}, h200);
                 ASSERT_EQ(err, nullptr) << err;
               } else {
                 ASSERT_EQ(p.rows_per_thread, 1);

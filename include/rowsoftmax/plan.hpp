@@ -51,9 +51,9 @@ struct device_limits {
 
 /// Vector access shared by every tensor of one call, derived from pointers and row strides.
 struct row_layout {
-  int vec = 1;           ///< elements per vector access: 16 / sizeof(T), or 1 as the fallback
-  bool shifted = false;  ///< row starts are not vec-aligned (but equally misaligned in every
-                         ///< tensor): each row peels a head up to the next 16-byte boundary
+  int vec = 1;              ///< elements per vector access: 16 / sizeof(T), or 1 as the fallback
+  bool shifted = false;     ///< row starts are not vec-aligned (but equally misaligned in every
+                            ///< tensor): each row peels a head up to the next 16-byte boundary
   bool contiguous = false;  ///< every tensor's rows follow each other (row stride == cols, or
                             ///< one row), equally aligned: short rows may be tiled (see
                             ///< kernel_config::tiled)
@@ -131,57 +131,57 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // at 95.5% against 74% (80 bytes, four CTAs an SM: ctas_per_sm); bf16 backward 4097 at 101%
 // against 68%; fp32 forward 4097 at 98% against 91%.
 inline constexpr kernel_config kernel_configs[] = {
-    {algorithm::registers, 1, 128, 128, false, true},        // 0
-    {algorithm::registers, 2, 128, 128, false, true},        // 1
-    {algorithm::registers, 4, 80, 128, false, false},        // 2
-    {algorithm::registers, 4, 96, 128, false, false},        // 3
-    {algorithm::registers, 4, 112, 128, false, false},       // 4
-    {algorithm::registers, 4, 128, 128, false, true},        // 5
-    {algorithm::registers, 4, 144, 128, false, false},       // 6
-    {algorithm::registers, 8, 80, 128, false, false},        // 7
-    {algorithm::registers, 8, 96, 128, false, false},        // 8
-    {algorithm::registers, 8, 112, 128, false, false},       // 9
-    {algorithm::registers, 8, 128, 128, false, true},        // 10
-    {algorithm::registers, 8, 144, 128, false, false},       // 11
-    {algorithm::registers, 16, 80, 128, false, false},       // 12
-    {algorithm::registers, 16, 96, 128, false, false},       // 13
-    {algorithm::registers, 16, 112, 128, false, false},      // 14
-    {algorithm::registers, 16, 128, 128, false, true},       // 15
-    {algorithm::registers, 16, 144, 128, false, false},      // 16
-    {algorithm::registers, 32, 80, 256, false, false},       // 17
-    {algorithm::registers, 32, 96, 256, false, false},       // 18
-    {algorithm::registers, 32, 112, 256, false, false},      // 19
-    {algorithm::registers, 32, 128, 256, false, true},       // 20
-    {algorithm::registers, 32, 144, 256, false, false},      // 21
-    {algorithm::registers, 64, 80, 256, false, false},       // 22
-    {algorithm::registers, 64, 96, 256, false, false},       // 23
-    {algorithm::registers, 64, 112, 256, false, false},      // 24
-    {algorithm::registers, 64, 128, 256, false, true},       // 25
-    {algorithm::registers, 64, 144, 256, false, false},      // 26
-    {algorithm::registers, 128, 80, 256, false, false},      // 27
-    {algorithm::registers, 128, 96, 256, false, false},      // 28
-    {algorithm::registers, 128, 112, 256, false, false},     // 29
-    {algorithm::registers, 128, 128, 256, false, true},      // 30
-    {algorithm::registers, 128, 144, 256, false, false},     // 31
-    {algorithm::registers, 256, 80, 256, false, false},      // 32
-    {algorithm::registers, 256, 96, 256, false, false},      // 33
-    {algorithm::registers, 256, 112, 256, false, false},     // 34
-    {algorithm::registers, 256, 128, 256, false, true},      // 35
-    {algorithm::registers, 512, 128, 512, false, false},     // 36: without clusters
-    {algorithm::cluster, 128, 128, 128, true, false},        // 37
-    {algorithm::cluster, 256, 128, 256, true, false},        // 38
-    {algorithm::cluster, 256, 256, 256, true, false},        // 39
-    {algorithm::streaming, 256, 128, 256, false, true},      // 40
-    {algorithm::streaming, 256, 128, 256, true, true},       // 41
-    {algorithm::split, 256, 128, 256, false, true},          // 42
-    {algorithm::staged, 256, 128, 256, true, false},         // 43: forward only
-    {algorithm::staged, 256, 256, 256, true, false},         // 44: forward only
-    {algorithm::staged_split, 256, 128, 256, false, false},  // 45: forward only
-    {algorithm::registers, 1, 128, 128, false, false, 8},    // 46: short rows, 8 a thread
-    {algorithm::registers, 2, 128, 128, false, false, 8},    // 47
-    {algorithm::registers, 4, 128, 128, false, false, 8},    // 48
-    {algorithm::registers, 8, 128, 128, false, false, 8},    // 49
-    {algorithm::registers, 16, 128, 128, false, false, 8},   // 50
+    {algorithm::registers, 1, 128, 128, false, true},             // 0
+    {algorithm::registers, 2, 128, 128, false, true},             // 1
+    {algorithm::registers, 4, 80, 128, false, false},             // 2
+    {algorithm::registers, 4, 96, 128, false, false},             // 3
+    {algorithm::registers, 4, 112, 128, false, false},            // 4
+    {algorithm::registers, 4, 128, 128, false, true},             // 5
+    {algorithm::registers, 4, 144, 128, false, false},            // 6
+    {algorithm::registers, 8, 80, 128, false, false},             // 7
+    {algorithm::registers, 8, 96, 128, false, false},             // 8
+    {algorithm::registers, 8, 112, 128, false, false},            // 9
+    {algorithm::registers, 8, 128, 128, false, true},             // 10
+    {algorithm::registers, 8, 144, 128, false, false},            // 11
+    {algorithm::registers, 16, 80, 128, false, false},            // 12
+    {algorithm::registers, 16, 96, 128, false, false},            // 13
+    {algorithm::registers, 16, 112, 128, false, false},           // 14
+    {algorithm::registers, 16, 128, 128, false, true},            // 15
+    {algorithm::registers, 16, 144, 128, false, false},           // 16
+    {algorithm::registers, 32, 80, 256, false, false},            // 17
+    {algorithm::registers, 32, 96, 256, false, false},            // 18
+    {algorithm::registers, 32, 112, 256, false, false},           // 19
+    {algorithm::registers, 32, 128, 256, false, true},            // 20
+    {algorithm::registers, 32, 144, 256, false, false},           // 21
+    {algorithm::registers, 64, 80, 256, false, false},            // 22
+    {algorithm::registers, 64, 96, 256, false, false},            // 23
+    {algorithm::registers, 64, 112, 256, false, false},           // 24
+    {algorithm::registers, 64, 128, 256, false, true},            // 25
+    {algorithm::registers, 64, 144, 256, false, false},           // 26
+    {algorithm::registers, 128, 80, 256, false, false},           // 27
+    {algorithm::registers, 128, 96, 256, false, false},           // 28
+    {algorithm::registers, 128, 112, 256, false, false},          // 29
+    {algorithm::registers, 128, 128, 256, false, true},           // 30
+    {algorithm::registers, 128, 144, 256, false, false},          // 31
+    {algorithm::registers, 256, 80, 256, false, false},           // 32
+    {algorithm::registers, 256, 96, 256, false, false},           // 33
+    {algorithm::registers, 256, 112, 256, false, false},          // 34
+    {algorithm::registers, 256, 128, 256, false, true},           // 35
+    {algorithm::registers, 512, 128, 512, false, false},          // 36: without clusters
+    {algorithm::cluster, 128, 128, 128, true, false},             // 37
+    {algorithm::cluster, 256, 128, 256, true, false},             // 38
+    {algorithm::cluster, 256, 256, 256, true, false},             // 39
+    {algorithm::streaming, 256, 128, 256, false, true},           // 40
+    {algorithm::streaming, 256, 128, 256, true, true},            // 41
+    {algorithm::split, 256, 128, 256, false, true},               // 42
+    {algorithm::staged, 256, 128, 256, true, false},              // 43: forward only
+    {algorithm::staged, 256, 256, 256, true, false},              // 44: forward only
+    {algorithm::staged_split, 256, 128, 256, false, false},       // 45: forward only
+    {algorithm::registers, 1, 128, 128, false, false, 8},         // 46: short rows, 8 a thread
+    {algorithm::registers, 2, 128, 128, false, false, 8},         // 47
+    {algorithm::registers, 4, 128, 128, false, false, 8},         // 48
+    {algorithm::registers, 8, 128, 128, false, false, 8},         // 49
+    {algorithm::registers, 16, 128, 128, false, false, 8},        // 50
     {algorithm::registers, 1, 128, 128, false, false, 8, true},   // 51: short rows, tiled
     {algorithm::registers, 2, 128, 128, false, false, 8, true},   // 52
     {algorithm::registers, 4, 128, 128, false, false, 8, true},   // 53
@@ -631,8 +631,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // first_tiled_config); else not misaligned 16-bit rows (see first_short_row_config).
   if (vec > 1) {
     const std::int64_t tiled = row_windows(kernel_configs[first_tiled_config], layout, cols);
-    const int last_tiled = dir == direction::forward ? last_forward_tiled_config
-                                                     : last_backward_tiled_config;
+    const int last_tiled =
+        dir == direction::forward ? last_forward_tiled_config : last_backward_tiled_config;
     if (layout.shifted && layout.contiguous && !(elem_size == 4 && dir == direction::backward) &&
         tiled <= window_capacity(kernel_configs[last_tiled], vec, elem_size)) {
       int i = first_tiled_config;

@@ -51,7 +51,8 @@ cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::ar
   if (!nothing) {
     int device = 0;
     ROWSOFTMAX_TRY(cudaGetDevice(&device));
-    ROWSOFTMAX_TRY(choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), a.rows, a.cols),
+    ROWSOFTMAX_TRY(choose_plan<Op>(dir,
+                                   layout_of(t, sizeof(typename Op::value_type), a.rows, a.cols),
                                    a.rows, a.cols, device, with_workspace, &p));
   }
   if (with_workspace && workspace == nullptr) {

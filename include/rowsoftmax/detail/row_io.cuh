@@ -89,8 +89,7 @@ __device__ inline void load_tile_windows(T const* row, row_window const& w, T fi
 }
 
 template <class T, int V, int N>
-__device__ inline void store_tile_windows(T* row, row_window const& w,
-                                          vec_t<T, V> const (&in)[N]) {
+__device__ inline void store_tile_windows(T* row, row_window const& w, vec_t<T, V> const (&in)[N]) {
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V;
