@@ -131,62 +131,61 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // at 95.5% against 74% (80 bytes, four CTAs an SM: ctas_per_sm); bf16 backward 4097 at 101%
 // against 68%; fp32 forward 4097 at 98% against 91%.
 inline constexpr kernel_config kernel_configs[] = {
-    {algorithm::registers, 1, 128, 128, false, true},             // 0
-    {algorithm::registers, 2, 128, 128, false, true},             // 1
-    {algorithm::registers, 4, 80, 128, false, false},             // 2
-    {algorithm::registers, 4, 96, 128, false, false},             // 3
-    {algorithm::registers, 4, 112, 128, false, false},            // 4
-    {algorithm::registers, 4, 128, 128, false, true},             // 5
-    {algorithm::registers, 4, 144, 128, false, false},            // 6
-    {algorithm::registers, 8, 80, 128, false, false},             // 7
-    {algorithm::registers, 8, 96, 128, false, false},             // 8
-    {algorithm::registers, 8, 112, 128, false, false},            // 9
-    {algorithm::registers, 8, 128, 128, false, true},             // 10
-    {algorithm::registers, 8, 144, 128, false, false},            // 11
-    {algorithm::registers, 16, 80, 128, false, false},            // 12
-    {algorithm::registers, 16, 96, 128, false, false},            // 13
-    {algorithm::registers, 16, 112, 128, false, false},           // 14
-    {algorithm::registers, 16, 128, 128, false, true},            // 15
-    {algorithm::registers, 16, 144, 128, false, false},           // 16
-    {algorithm::registers, 32, 80, 256, false, false},            // 17
-    {algorithm::registers, 32, 96, 256, false, false},            // 18
-    {algorithm::registers, 32, 112, 256, false, false},           // 19
-    {algorithm::registers, 32, 128, 256, false, true},            // 20
-    {algorithm::registers, 32, 144, 256, false, false},           // 21
-    {algorithm::registers, 64, 80, 256, false, false},            // 22
-    {algorithm::registers, 64, 96, 256, false, false},            // 23
-    {algorithm::registers, 64, 112, 256, false, false},           // 24
-    {algorithm::registers, 64, 128, 256, false, true},            // 25
-    {algorithm::registers, 64, 144, 256, false, false},           // 26
-    {algorithm::registers, 128, 80, 256, false, false},           // 27
-    {algorithm::registers, 128, 96, 256, false, false},           // 28
-    {algorithm::registers, 128, 112, 256, false, false},          // 29
-    {algorithm::registers, 128, 128, 256, false, true},           // 30
-    {algorithm::registers, 128, 144, 256, false, false},          // 31
-    {algorithm::registers, 256, 80, 256, false, false},           // 32
-    {algorithm::registers, 256, 96, 256, false, false},           // 33
-    {algorithm::registers, 256, 112, 256, false, false},          // 34
-    {algorithm::registers, 256, 128, 256, false, true},           // 35
-    {algorithm::registers, 512, 128, 512, false, false},          // 36: without clusters
-    {algorithm::cluster, 128, 128, 128, true, false},             // 37
-    {algorithm::cluster, 256, 128, 256, true, false},             // 38
-    {algorithm::cluster, 256, 256, 256, true, false},             // 39
-    {algorithm::streaming, 256, 128, 256, false, true},           // 40
-    {algorithm::streaming, 256, 128, 256, true, true},            // 41
-    {algorithm::split, 256, 128, 256, false, true},               // 42
-    {algorithm::staged, 256, 128, 256, true, false},              // 43: forward only
-    {algorithm::staged, 256, 256, 256, true, false},              // 44: forward only
-    {algorithm::staged_split, 256, 128, 256, false, false},       // 45: forward only
-    {algorithm::registers, 1, 128, 128, false, false, 8},         // 46: short rows, 8 a thread
-    {algorithm::registers, 2, 128, 128, false, false, 8},         // 47
-    {algorithm::registers, 4, 128, 128, false, false, 8},         // 48
-    {algorithm::registers, 8, 128, 128, false, false, 8},         // 49
-    {algorithm::registers, 16, 128, 128, false, false, 8},        // 50
-    {algorithm::registers, 1, 128, 128, false, false, 8, true},   // 51: short rows, tiled
-    {algorithm::registers, 2, 128, 128, false, false, 8, true},   // 52
-    {algorithm::registers, 4, 128, 128, false, false, 8, true},   // 53
-    {algorithm::registers, 8, 128, 128, false, false, 8, true},   // 54
-    {algorithm::registers, 16, 128, 128, false, false, 8, true},  // 55
+    {algorithm::registers, 1, 128, 128, false, true},            // 0
+    {algorithm::registers, 2, 128, 128, false, true},            // 1
+    {algorithm::registers, 4, 80, 128, false, false},            // 2
+    {algorithm::registers, 4, 96, 128, false, false},            // 3
+    {algorithm::registers, 4, 112, 128, false, false},           // 4
+    {algorithm::registers, 4, 128, 128, false, true},            // 5
+    {algorithm::registers, 4, 144, 128, false, false},           // 6
+    {algorithm::registers, 8, 80, 128, false, false},            // 7
+    {algorithm::registers, 8, 96, 128, false, false},            // 8
+    {algorithm::registers, 8, 112, 128, false, false},           // 9
+    {algorithm::registers, 8, 128, 128, false, true},            // 10
+    {algorithm::registers, 8, 144, 128, false, false},           // 11
+    {algorithm::registers, 16, 80, 128, false, false},           // 12
+    {algorithm::registers, 16, 96, 128, false, false},           // 13
+    {algorithm::registers, 16, 112, 128, false, false},          // 14
+    {algorithm::registers, 16, 128, 128, false, true},           // 15
+    {algorithm::registers, 16, 144, 128, false, false},          // 16
+    {algorithm::registers, 32, 80, 256, false, false},           // 17
+    {algorithm::registers, 32, 96, 256, false, false},           // 18
+    {algorithm::registers, 32, 112, 256, false, false},          // 19
+    {algorithm::registers, 32, 128, 256, false, true},           // 20
+    {algorithm::registers, 32, 144, 256, false, false},          // 21
+    {algorithm::registers, 64, 80, 256, false, false},           // 22
+    {algorithm::registers, 64, 96, 256, false, false},           // 23
+    {algorithm::registers, 64, 112, 256, false, false},          // 24
+    {algorithm::registers, 64, 128, 256, false, true},           // 25
+    {algorithm::registers, 64, 144, 256, false, false},          // 26
+    {algorithm::registers, 128, 80, 256, false, false},          // 27
+    {algorithm::registers, 128, 96, 256, false, false},          // 28
+    {algorithm::registers, 128, 112, 256, false, false},         // 29
+    {algorithm::registers, 128, 128, 256, false, true},          // 30
+    {algorithm::registers, 128, 144, 256, false, false},         // 31
+    {algorithm::registers, 256, 80, 256, false, false},          // 32
+    {algorithm::registers, 256, 96, 256, false, false},          // 33
+    {algorithm::registers, 256, 112, 256, false, false},         // 34
+    {algorithm::registers, 256, 128, 256, false, true},          // 35
+    {algorithm::registers, 512, 128, 512, false, false},         // 36: without clusters
+    {algorithm::cluster, 128, 128, 128, true, false},            // 37
+    {algorithm::cluster, 256, 128, 256, true, false},            // 38
+    {algorithm::cluster, 256, 256, 256, true, false},            // 39
+    {algorithm::streaming, 256, 128, 256, false, true},          // 40
+    {algorithm::streaming, 256, 128, 256, true, true},           // 41
+    {algorithm::split, 256, 128, 256, false, true},              // 42
+    {algorithm::staged, 256, 128, 256, true, false},             // 43: forward only
+    {algorithm::staged, 256, 256, 256, true, false},             // 44: forward only
+    {algorithm::staged_split, 256, 128, 256, false, false},      // 45: forward only
+    {algorithm::registers, 1, 128, 128, false, false, 8},        // 46: short rows, 8 a thread
+    {algorithm::registers, 2, 128, 128, false, false, 8},        // 47
+    {algorithm::registers, 4, 128, 128, false, false, 8},        // 48
+    {algorithm::registers, 8, 128, 128, false, false, 8},        // 49
+    {algorithm::registers, 16, 128, 128, false, false, 8},       // 50
+    {algorithm::registers, 1, 128, 128, false, false, 8, true},  // 51: short rows, tiled
+    {algorithm::registers, 2, 128, 128, false, false, 8, true},  // 52
+    {algorithm::registers, 4, 128, 128, false, false, 8, true},  // 53
+    {algorithm::registers, 8, 128, 128, false, false, 8, true},  // 54
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -218,23 +217,23 @@ inline constexpr int last_short_row_config = 50;
 // Short rows that are misaligned (row_layout::shifted) and contiguous (row_layout::contiguous:
 // the rows of a tensor follow each other, as in a contiguous tensor whose cols are not a multiple
 // of the vector) take the short-row configurations' threads and rows tiled (configurations
-// 51-55): a CTA's 1024 / threads_per_row rows are one span of each tensor, copied into shared
-// memory (18 KB a tensor) in 16-byte vectors whatever the rows' alignment, so that only the
-// span's two ends are read and written element-wise in global memory; in the tile each row is
-// windowed from its start (no head), a window read as the words that cover it (in_tile,
+// 51-54, 1 to 8 threads a row): a CTA's 1024 / threads_per_row rows are one span of each tensor,
+// copied into shared memory (18 KB a tensor) in 16-byte vectors whatever the rows' alignment, so
+// that only the span's two ends are read and written element-wise in global memory; in the tile
+// each row is windowed from its start (no head), a window read as the words that cover it (in_tile,
 // row_io.cuh). The planner tiles forward rows of at most 8 vectors (16-bit: 64 columns, fp32:
-// 32) and 16-bit backward rows of at most 4. On the H200 (rows*cols = 2^27, % of copy, README
+// 32) and 16-bit backward rows of at most 4; tiled rows of 16 threads, measured slower (below),
+// have no configuration. On the H200 (rows*cols = 2^27, % of copy, README
 // "Tuning notes" 59): bf16 forward 4 columns 28.7% tiled against 7.5%, 5 35% against 8%, 13 39%
 // against 19%, 60 45% against 42.7%; backward 4 32.7% against 9.8%, 13 41.7% against 16%; fp32
 // forward 5 75% against 71%, 13 90% against 75.5%. Not planned: 16-bit backward rows of 8
 // threads (60 columns: bf16 51.1% tiled against 51.6% in one row a thread, fp16 51.6% against
-// 53.6%), 16-bit rows of 16 threads (77 columns: forward 28% against 33%, backward 30% against
-// 42%; 100: 37.5% against 43%, 43.6% against 59.6%) and fp32 backward (5: 79.6% against 81% in 8
-// rows a thread untiled, 13: 86.5% against 88%).
+// 53.6%), 16-bit rows of 16 threads (a fifth configuration, removed: 77 columns: forward 28%
+// against 33%, backward 30% against 42%; 100: 37.5% against 43%, 43.6% against 59.6%) and fp32
+// backward (5: 79.6% against 81% in 8 rows a thread untiled, 13: 86.5% against 88%).
 inline constexpr int first_tiled_config = 51;
 inline constexpr int last_backward_tiled_config = 53;  // 4 threads a row
-inline constexpr int last_forward_tiled_config = 54;   // 8 threads a row
-inline constexpr int last_tiled_config = 55;
+inline constexpr int last_tiled_config = 54;           // 8 threads a row
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -632,7 +631,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   if (vec > 1) {
     const std::int64_t tiled = row_windows(kernel_configs[first_tiled_config], layout, cols);
     const int last_tiled =
-        dir == direction::forward ? last_forward_tiled_config : last_backward_tiled_config;
+        dir == direction::forward ? last_tiled_config : last_backward_tiled_config;
     if (layout.shifted && layout.contiguous && !(elem_size == 4 && dir == direction::backward) &&
         tiled <= window_capacity(kernel_configs[last_tiled], vec, elem_size)) {
       int i = first_tiled_config;

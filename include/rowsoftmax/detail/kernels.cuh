@@ -169,7 +169,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   constexpr int tpr = shape::threads_per_row, threads = shape::threads_per_cta;
   constexpr int rows = shape::rows_per_thread, rows_per_pass = threads / tpr;
   // A tile's vectors, `rows` + 1 a thread: a CTA's rows hold at most threads * rows windows
-  // (tiled_windows), so their span, at any alignment, at most one vector more, and the last
+  // (row_windows), so their span, at any alignment, at most one vector more, and the last
   // row's last window reads at most a word past it.
   constexpr int slots = rows + 1;
   static_assert(shape::slots == 1 && sizeof(vec) == 16);
