@@ -88,6 +88,9 @@ struct shape {
   std::int64_t in_offset = 0;
   std::int64_t out_offset = 0;
   bool in_place = false;  ///< output aliases the (first) input: same buffer, offset, stride
+  /// Elements of poison after each buffer's last row, checked untouched; 0: each tensor ends
+  /// where its allocation does (for compute-sanitizer memcheck to see reads past it).
+  std::int64_t guard = 64;
 
   std::int64_t ins() const { return in_stride ? in_stride : cols; }
   std::int64_t outs() const { return in_place ? ins() : (out_stride ? out_stride : cols); }
@@ -100,11 +103,9 @@ struct shape {
   }
 };
 
-constexpr std::int64_t guard = 64;  // elements of poison after each buffer's last row
-
 template <class T>
 std::size_t buffer_elems(std::int64_t offset, std::int64_t stride, shape const& s) {
-  return static_cast<std::size_t>(offset + (s.rows - 1) * stride + s.cols + guard);
+  return static_cast<std::size_t>(offset + (s.rows - 1) * stride + s.cols + s.guard);
 }
 
 template <class T>
