@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """README tables from the summary that rowsoftmax_bench prints last (`.ci/gpu bench` keeps it as
 bench_summary.txt): the rows*cols = 2^27 sweep without a workspace, then the rows of 2^20 and
-more columns with one (their plans split rows over many CTAs), each cell
+more columns with one (their plans split rows over many CTAs), then the `range` rows between
+the sweep's shapes, each cell
 "TB/s (% of copy synchronized / % of copy back to back)" with the plans of that run.
 
     python3 benchmarks/summary_tables.py benchmarks/results/h200_bench_<commit>.txt
@@ -50,11 +51,21 @@ def table(cells, workspace):
     return "\n".join(out)
 
 
+# The benchmark's `range` rows (bench_common.cuh): cols between the sweep's, tabled apart.
+RANGE = {16385, 18000, 20000, 24577, 28000, 32769, 40000, 49153, 57345, 65537, 81921, 98305,
+         114689, 131073, 147457, 163841, 196609, 229377, 245761, 262143}
+
+
 def main():
     cells = parse(sys.argv[1])
+    ranged = {k: v for k, v in cells.items() if k[3] in RANGE}
+    cells = {k: v for k, v in cells.items() if k[3] not in RANGE}
     print(table(cells, False))
     print()
     print(table(cells, True))
+    if ranged:
+        print()
+        print(table(ranged, False))
 
 
 if __name__ == "__main__":
