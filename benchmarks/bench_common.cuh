@@ -344,25 +344,23 @@ void register_type() {
                                 32000, 32768, 50257, 65536, 128256, 131072, 151936, 262144};
   for (direction dir : {direction::forward, direction::backward}) {
     const char* d = dir == direction::forward ? "forward" : "backward";
-    for (std::int64_t cols : sweep) {
+    // "<dir>/<dtype>/<group>cols:N", planned, rows * cols = 2^27.
+    auto planned = [&](char const* group, std::int64_t cols) {
       const std::int64_t rows = std::max<std::int64_t>(1, sweep_elems / cols);
       const std::string name =
-          std::string(d) + "/" + dtype_name<T>() + "/cols:" + std::to_string(cols);
+          std::string(d) + "/" + dtype_name<T>() + "/" + group + "cols:" + std::to_string(cols);
       register_timed(name,
                      [=](benchmark::State& s) { softmax_benchmark<T>(s, name, dir, rows, cols); });
-    }
+    };
+    for (std::int64_t cols : sweep) planned("", cols);
     // Rows between the sweep's of 16384-262144 columns: just above the cluster and staged
     // tiers' thresholds (a multiple of 8K or 16K elements, plus one: misaligned, few slots of the
-    // last CTA used), and between them (README, "Where it falls short").
+    // last CTA used), and between them (README, "Where it falls short"; the same list in
+    // summary_tables.py).
     for (std::int64_t cols :
          {16385, 18000, 20000,  24577,  28000,  32769,  40000,  49153,  57345,  65537,
-          81921, 98305, 114689, 131073, 147457, 163841, 196609, 229377, 245761, 262143}) {
-      const std::string name =
-          std::string(d) + "/" + dtype_name<T>() + "/range/cols:" + std::to_string(cols);
-      register_timed(name, [=](benchmark::State& s) {
-        softmax_benchmark<T>(s, name, dir, sweep_elems / cols, cols);
-      });
-    }
+          81921, 98305, 114689, 131073, 147457, 163841, 196609, 229377, 245761, 262143})
+      planned("range/", cols);
     // Rows of one CTA that fill part of its threads' 128 bytes: forced through the smallest
     // configuration of 128 bytes a thread that holds the row, which the planner took before it
     // took the others (the A/B of README "Tuning notes" 56).

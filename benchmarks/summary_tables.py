@@ -51,7 +51,7 @@ def table(cells, workspace):
     return "\n".join(out)
 
 
-# The benchmark's `range` rows (bench_common.cuh): cols between the sweep's, tabled apart.
+# The benchmark's `range` rows (bench_common.cuh, register_type: the same list): tabled apart.
 RANGE = {16385, 18000, 20000, 24577, 28000, 32769, 40000, 49153, 57345, 65537, 81921, 98305,
          114689, 131073, 147457, 163841, 196609, 229377, 245761, 262143}
 
