@@ -332,16 +332,23 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 72 * n + 1).rows_per_cta, 2);
     EXPECT_EQ(fwd(elem, 144 * n + 1).threads_per_row, 256);
     EXPECT_EQ(fwd(elem, 144 * n + 1).vecs_per_thread, 5);
-    // One 256-thread CTA holds 32 KB (8K fp32, 16K bf16/fp16 elements); clusters beyond (in
-    // registers for fp32; 16-bit rows are staged, see below).
+    // One 256-thread CTA holds 32 KB at 128 bytes a thread (8K fp32, 16K bf16/fp16 elements),
+    // 36 KB at 144 (9K, 18K); clusters beyond (in registers for fp32; 16-bit rows are staged,
+    // see below).
     EXPECT_EQ(fwd(elem, 256 * n).algo, algorithm::registers);
     EXPECT_EQ(fwd(elem, 256 * n).threads_per_cta, 256);
-    EXPECT_EQ(fwd(elem, 256 * n + 1).algo, elem == 4 ? algorithm::cluster : algorithm::staged);
+    EXPECT_EQ(fwd(elem, 256 * n).vecs_per_thread, 8);
+    for (std::int64_t cols : {256 * n + 1, 288 * n}) {
+      EXPECT_EQ(fwd(elem, cols).algo, algorithm::registers);
+      EXPECT_EQ(fwd(elem, cols).threads_per_row, 256);
+      EXPECT_EQ(fwd(elem, cols).vecs_per_thread, 9);
+    }
+    EXPECT_EQ(fwd(elem, 288 * n + 1).algo, elem == 4 ? algorithm::cluster : algorithm::staged);
     if (elem == 2) continue;
-    // Just above one CTA: three 128-thread CTAs (3/4 of the row's slots used) rather than two
-    // of 256 (1/2).
-    EXPECT_EQ(fwd(elem, 256 * n + 1).cluster_size, 3);
-    EXPECT_EQ(fwd(elem, 256 * n + 1).threads_per_cta, 128);
+    // Just above one CTA: three 128-thread CTAs (2305 of 3072 slots used) rather than two of
+    // 256 (of 4096).
+    EXPECT_EQ(fwd(elem, 288 * n + 1).cluster_size, 3);
+    EXPECT_EQ(fwd(elem, 288 * n + 1).threads_per_cta, 128);
     EXPECT_EQ(fwd(elem, 512 * n).cluster_size, 2);
     EXPECT_EQ(fwd(elem, 512 * n).threads_per_cta, 256);
     EXPECT_EQ(fwd(elem, 512 * n + 1).cluster_size, 5);
@@ -551,12 +558,23 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
     return rs::plan_for(rs::direction::forward, rows, cols, 2, {8, shifted}, d);
   };
   const std::int64_t cta = 16384;  // elements a staged CTA holds: 256 threads x 8 x 16 bytes
-  EXPECT_EQ(fwd(1046, cta).algo, algorithm::registers);
+  // One 256-thread CTA holds up to 18K elements (144 bytes a thread) but in launches of a few
+  // rows (at most two 128-thread CTAs an SM: FewForwardRowsTakeTheMost128ThreadCtas).
+  for (std::int64_t cols : {cta, cta + 1, 9 * cta / 8 - 7, 9 * cta / 8})
+    for (bool shifted : {false, true}) {
+      if (shifted && cols == 9 * cta / 8) continue;  // a head window more than 256 x 9
+      EXPECT_EQ(fwd(89, cols, shifted).algo, algorithm::registers);
+      EXPECT_EQ(fwd(89, cols, shifted).threads_per_cta, 256);
+      const bool in_128_bytes = rs::detail::ceil_div(cols + (shifted ? 7 : 0), 8) <= 2048;
+      EXPECT_EQ(fwd(88, cols, shifted).algo,
+                in_128_bytes ? algorithm::registers : algorithm::cluster);
+      EXPECT_EQ(fwd(88, cols, shifted).threads_per_cta, in_128_bytes ? 256 : 128);
+    }
   // Launches of more than two 128-thread CTAs an SM (fewer rows: see the test above).
   for (std::int64_t rows : {89, 1046})
     for (bool shifted : {false, true})
       for (std::int64_t cols :
-           {cta + 1, 2 * cta, 2 * cta + 1, std::int64_t{32000}, std::int64_t{52432},
+           {9 * cta / 8 + 1, 2 * cta, 2 * cta + 1, std::int64_t{32000}, std::int64_t{52432},
             std::int64_t{128256}, std::int64_t{151936}, 15 * cta + 1, 16 * cta - 7}) {
         const auto p = fwd(rows, cols, shifted);
         SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " " +
@@ -618,8 +636,8 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
   EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).cluster_size, 5);
   EXPECT_EQ(fwd(1046, 16 * cta + 1, false, hopper_portable).algo, algorithm::streaming);
   // No clusters (sm_80): never staged. Backward: never staged (fp32 forward: the next test).
-  EXPECT_EQ(fwd(1046, cta + 1, false, a100).algo, algorithm::registers);
-  EXPECT_EQ(fwd(1046, cta + 1, false, a100).threads_per_cta, 512);
+  EXPECT_EQ(fwd(1046, 9 * cta / 8 + 1, false, a100).algo, algorithm::registers);
+  EXPECT_EQ(fwd(1046, 9 * cta / 8 + 1, false, a100).threads_per_cta, 512);
   for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); cols += 997)
     for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
       EXPECT_NE(

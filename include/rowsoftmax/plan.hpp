@@ -121,8 +121,8 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // forward register rows. Streaming tiles are 256 threads x 128 bytes. Staged CTAs (forward)
 // hold their 128 or 256 bytes a thread in shared memory instead of registers.
 //
-// Rows of one CTA of 4 to 128 threads also come in 80, 96, 112 and 144 bytes a thread (256
-// threads: 80-112; 5-9 vectors), so that each row takes the smallest that holds it
+// Rows of one CTA of 4 to 256 threads also come in 80, 96, 112 and 144 bytes a thread (5-9
+// vectors), so that each row takes the smallest that holds it
 // (one_cta_planned) and leaves at most a fifth of its slots idle, not up to half: an idle slot
 // costs its exps and conversions like a full one, which the 16-bit kernels, issuing an
 // instruction most cycles, pay in speed. On
@@ -167,43 +167,44 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::registers, 256, 96, 256, false, false},          // 33
     {algorithm::registers, 256, 112, 256, false, false},         // 34
     {algorithm::registers, 256, 128, 256, false, true},          // 35
-    {algorithm::registers, 512, 128, 512, false, false},         // 36: without clusters
-    {algorithm::cluster, 128, 128, 128, true, false},            // 37
-    {algorithm::cluster, 256, 128, 256, true, false},            // 38
-    {algorithm::cluster, 256, 256, 256, true, false},            // 39
-    {algorithm::streaming, 256, 128, 256, false, true},          // 40
-    {algorithm::streaming, 256, 128, 256, true, true},           // 41
-    {algorithm::split, 256, 128, 256, false, true},              // 42
-    {algorithm::staged, 256, 128, 256, true, false},             // 43: forward only
-    {algorithm::staged, 256, 256, 256, true, false},             // 44: forward only
-    {algorithm::staged_split, 256, 128, 256, false, false},      // 45: forward only
-    {algorithm::registers, 1, 128, 128, false, false, 8},        // 46: short rows, 8 a thread
-    {algorithm::registers, 2, 128, 128, false, false, 8},        // 47
-    {algorithm::registers, 4, 128, 128, false, false, 8},        // 48
-    {algorithm::registers, 8, 128, 128, false, false, 8},        // 49
-    {algorithm::registers, 16, 128, 128, false, false, 8},       // 50
-    {algorithm::registers, 1, 128, 128, false, false, 8, true},  // 51: short rows, tiled
-    {algorithm::registers, 2, 128, 128, false, false, 8, true},  // 52
-    {algorithm::registers, 4, 128, 128, false, false, 8, true},  // 53
-    {algorithm::registers, 8, 128, 128, false, false, 8, true},  // 54
+    {algorithm::registers, 256, 144, 256, false, false},         // 36
+    {algorithm::registers, 512, 128, 512, false, false},         // 37: without clusters
+    {algorithm::cluster, 128, 128, 128, true, false},            // 38
+    {algorithm::cluster, 256, 128, 256, true, false},            // 39
+    {algorithm::cluster, 256, 256, 256, true, false},            // 40
+    {algorithm::streaming, 256, 128, 256, false, true},          // 41
+    {algorithm::streaming, 256, 128, 256, true, true},           // 42
+    {algorithm::split, 256, 128, 256, false, true},              // 43
+    {algorithm::staged, 256, 128, 256, true, false},             // 44: forward only
+    {algorithm::staged, 256, 256, 256, true, false},             // 45: forward only
+    {algorithm::staged_split, 256, 128, 256, false, false},      // 46: forward only
+    {algorithm::registers, 1, 128, 128, false, false, 8},        // 47: short rows, 8 a thread
+    {algorithm::registers, 2, 128, 128, false, false, 8},        // 48
+    {algorithm::registers, 4, 128, 128, false, false, 8},        // 49
+    {algorithm::registers, 8, 128, 128, false, false, 8},        // 50
+    {algorithm::registers, 16, 128, 128, false, false, 8},       // 51
+    {algorithm::registers, 1, 128, 128, false, false, 8, true},  // 52: short rows, tiled
+    {algorithm::registers, 2, 128, 128, false, false, 8, true},  // 53
+    {algorithm::registers, 4, 128, 128, false, false, 8, true},  // 54
+    {algorithm::registers, 8, 128, 128, false, false, 8, true},  // 55
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
 
-inline constexpr int last_cta_config = 35;        // the largest one-CTA configuration with clusters
-inline constexpr int wide_cta_config = 36;        // one 512-thread CTA, used without clusters
-inline constexpr int narrow_cluster_config = 37;  // 128-thread CTAs: finer shares
-inline constexpr int cluster_config = 38;
-inline constexpr int wide_cluster_config = 39;
-inline constexpr int streaming_config = 40;
-inline constexpr int streaming_cluster_config = 41;
-inline constexpr int split_config = 42;
-inline constexpr int staged_config = 43;
-inline constexpr int wide_staged_config = 44;  // 64 KB CTAs for rows 16 of 32 KB do not hold
-inline constexpr int staged_split_config = 45;
+inline constexpr int last_cta_config = 36;        // the largest one-CTA configuration with clusters
+inline constexpr int wide_cta_config = 37;        // one 512-thread CTA, used without clusters
+inline constexpr int narrow_cluster_config = 38;  // 128-thread CTAs: finer shares
+inline constexpr int cluster_config = 39;
+inline constexpr int wide_cluster_config = 40;
+inline constexpr int streaming_config = 41;
+inline constexpr int streaming_cluster_config = 42;
+inline constexpr int split_config = 43;
+inline constexpr int staged_config = 44;
+inline constexpr int wide_staged_config = 45;  // 64 KB CTAs for rows 16 of 32 KB do not hold
+inline constexpr int staged_split_config = 46;
 // Rows of at most 16 vectors (16-bit: 128 columns, fp32: 64; a misaligned head included) take
 // one vector a thread and 8 rows a thread, 128 bytes, in as many threads as the row has vectors
-// (rounded up to a power of two; configurations 46-50: 1 to 16 threads a row): a warp's load
+// (rounded up to a power of two; configurations 47-51: 1 to 16 threads a row): a warp's load
 // covers 512 contiguous bytes of consecutive rows, and a thread has 8 loads in flight. One
 // thread a row holding all of it, as longer rows do, left most of its slots idle (their exps
 // taken all the same) and spread a warp's loads over rows up to 128 bytes apart: on the H200
@@ -212,12 +213,12 @@ inline constexpr int staged_split_config = 45;
 // misaligned 13 at 47% against 75.5%. Misaligned 16-bit rows keep one row a thread: a ragged
 // window (read and written element-wise) in every row ran them slower (bf16 forward 60 columns
 // 22% against 41.5%, backward 24% against 52%; README, "Tuning notes" 58).
-inline constexpr int first_short_row_config = 46;
-inline constexpr int last_short_row_config = 50;
+inline constexpr int first_short_row_config = 47;
+inline constexpr int last_short_row_config = 51;
 // Short rows that are misaligned (row_layout::shifted) and contiguous (row_layout::contiguous:
 // the rows of a tensor follow each other, as in a contiguous tensor whose cols are not a multiple
 // of the vector) take the short-row configurations' threads and rows tiled (configurations
-// 51-54, 1 to 8 threads a row): a CTA's 1024 / threads_per_row rows are one span of each tensor,
+// 52-55, 1 to 8 threads a row): a CTA's 1024 / threads_per_row rows are one span of each tensor,
 // copied into shared memory (18 KB a tensor) in 16-byte vectors whatever the rows' alignment, so
 // that only the span's two ends are read and written element-wise in global memory; in the tile
 // each row is windowed from its start (no head), a window read as the words that cover it (in_tile,
@@ -231,9 +232,9 @@ inline constexpr int last_short_row_config = 50;
 // 53.6%), 16-bit rows of 16 threads (a fifth configuration, removed: 77 columns: forward 28%
 // against 33%, backward 30% against 42%; 100: 37.5% against 43%, 43.6% against 59.6%) and fp32
 // backward (5: 79.6% against 81% in 8 rows a thread untiled, 13: 86.5% against 88%).
-inline constexpr int first_tiled_config = 51;
-inline constexpr int last_backward_tiled_config = 53;  // 4 threads a row
-inline constexpr int last_tiled_config = 54;           // 8 threads a row
+inline constexpr int first_tiled_config = 52;
+inline constexpr int last_backward_tiled_config = 54;  // 4 threads a row
+inline constexpr int last_tiled_config = 55;           // 8 threads a row
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -592,9 +593,10 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// through shared memory where they are misaligned and contiguous, of at most 8 vectors forward
 /// and 4 backward (16-bit only; first_tiled_config). Other
 /// rows that one 256-thread CTA holds
-/// (32 KB a tensor: 8K fp32 or 16K bf16/fp16 elements) use the smallest register configuration
-/// that holds them (sub-warp rows share a warp; rows of 4 or more threads take 80 to 144 bytes a
-/// thread, see one_cta_planned); longer rows the fewest CTAs of a cluster (up
+/// (36 KB a tensor: 9K fp32 or 18K bf16/fp16 elements; forward launches of a few rows beyond 32
+/// KB take the clusters below) use the smallest register configuration that holds them (sub-warp
+/// rows share a warp; rows of 4 or more threads take 80 to 144 bytes a thread, see
+/// one_cta_planned); longer rows the fewest CTAs of a cluster (up
 /// to `limits.max_cluster_size`) that hold them: forward rows in launches of a few rows (at most
 /// two CTAs an SM) in 128-thread CTAs at 128 bytes a thread, the most CTAs; other 16-bit forward
 /// rows in shared memory (staged, 32 KB a CTA, or 64 KB beyond 16 of those), and so fp32 forward
@@ -645,9 +647,20 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
       return make_plan(i, layout, rows, windows, elem_size);
     }
   }
-  // The smallest one-CTA configuration that holds the row, of those planned (one_cta_planned).
+  // The smallest one-CTA configuration that holds the row, of those planned (one_cta_planned);
+  // the widest (256 threads of 144 bytes: 16385-18432 16-bit or 8193-9216 fp32 columns) not for
+  // forward launches of a few rows, which spread such rows over the SMs in 128-thread clusters
+  // (below). Rows just above 256 threads of 128 bytes took clusters before, leaving up to half
+  // their slots idle: on the H200 (rows*cols = 2^27, README "Tuning notes" 61) bf16 forward
+  // 16385 columns ran at 90.8% of copy so against 80.6% in two staged CTAs, 18000 at 91.4%
+  // against 83.4%; backward 16385 at 99.9% against 80.3% in three 128-thread CTAs; fp32 forward
+  // 8193 at 96.7% against 91.7%.
+  const bool few_forward_rows = dir == direction::forward && max_cluster >= 2 &&
+                                rows * ceil_div(windows, capacity(narrow_cluster_config, 1)) <=
+                                    2 * std::int64_t{limits.sm_count};
   for (int i = 0; i <= last_cta_config; ++i)
-    if (one_cta_planned(kernel_configs[i], dir, vec, elem_size) && windows <= capacity(i, 1))
+    if (one_cta_planned(kernel_configs[i], dir, vec, elem_size) && windows <= capacity(i, 1) &&
+        !(i == last_cta_config && few_forward_rows))
       return make_plan(i, layout, rows, windows, elem_size);
   if (vec > 1) {
     if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
