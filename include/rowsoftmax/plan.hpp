@@ -647,6 +647,10 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
       return make_plan(i, layout, rows, windows, elem_size);
     }
   }
+  // CTAs of `config` a row needs.
+  auto ctas = [&](int config) { return ceil_div(windows, capacity(config, 1)); };
+  // A launch of at most two CTAs an SM when each row takes `n`.
+  auto few = [&](std::int64_t n) { return rows * n <= 2 * std::int64_t{limits.sm_count}; };
   // The smallest one-CTA configuration that holds the row, of those planned (one_cta_planned);
   // the widest (256 threads of 144 bytes: 16385-18432 16-bit or 8193-9216 fp32 columns) not for
   // forward launches of a few rows, which spread such rows over the SMs in 128-thread clusters
@@ -655,9 +659,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // 16385 columns ran at 90.8% of copy so against 80.6% in two staged CTAs, 18000 at 91.4%
   // against 83.4%; backward 16385 at 99.9% against 80.3% in three 128-thread CTAs; fp32 forward
   // 8193 at 96.7% against 91.7%.
-  const bool few_forward_rows = dir == direction::forward && max_cluster >= 2 &&
-                                rows * ceil_div(windows, capacity(narrow_cluster_config, 1)) <=
-                                    2 * std::int64_t{limits.sm_count};
+  const bool few_forward_rows =
+      dir == direction::forward && max_cluster >= 2 && few(ctas(narrow_cluster_config));
   for (int i = 0; i <= last_cta_config; ++i)
     if (one_cta_planned(kernel_configs[i], dir, vec, elem_size) && windows <= capacity(i, 1) &&
         !(i == last_cta_config && few_forward_rows))
@@ -665,8 +668,6 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   if (vec > 1) {
     if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
       return make_plan(wide_cta_config, layout, rows, windows, elem_size);
-    // CTAs of `config` a row needs.
-    auto ctas = [&](int config) { return ceil_div(windows, capacity(config, 1)); };
     // A launch of more CTAs than SMs when each row takes `n`: the device is full.
     auto full = [&](std::int64_t n) { return rows * n > limits.sm_count; };
     // Forward, a few rows (decode-time sampling over a vocabulary): where CTAs of 128 threads at
@@ -677,9 +678,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // CTAs against 8.6 in 2 staged ones of 64 KB; fp32 32000, rows 32: 6.05 against 6.56 in 4
     // CTAs of 256 threads), and in fuller launches often slower (16-bit 100000 and 128256
     // columns, rows 32-64; README, "Tuning notes" 49).
-    auto few = [&](std::int64_t n) { return rows * n <= 2 * std::int64_t{limits.sm_count}; };
-    if (dir == direction::forward && max_cluster >= 2 &&
-        ctas(narrow_cluster_config) <= max_cluster && few(ctas(narrow_cluster_config)))
+    if (few_forward_rows && ctas(narrow_cluster_config) <= max_cluster)
       return make_plan(narrow_cluster_config, layout, rows, windows, elem_size,
                        static_cast<int>(ctas(narrow_cluster_config)));
     // 16-bit forward: the fewest staged CTAs that hold the row, of 32 KB (16K elements), or
