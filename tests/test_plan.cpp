@@ -558,7 +558,7 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
     return rs::plan_for(rs::direction::forward, rows, cols, 2, {8, shifted}, d);
   };
   const std::int64_t cta = 16384;  // elements a staged CTA holds: 256 threads x 8 x 16 bytes
-  // One 256-thread CTA holds up to 18K elements (144 bytes a thread) but in launches of a few
+  // One 256-thread CTA holds up to 18K elements (144 bytes a thread), but not in launches of a few
   // rows (at most two 128-thread CTAs an SM: FewForwardRowsTakeTheMost128ThreadCtas).
   for (std::int64_t cols : {cta, cta + 1, 9 * cta / 8 - 7, 9 * cta / 8})
     for (bool shifted : {false, true}) {
