@@ -108,7 +108,7 @@ __device__ inline void hold_rows(typename Op::args const& a, Window const& windo
 #pragma unroll
   for (int j = 0; j < rows; ++j) Op::issue(a, window(j), f[j], where);
 #pragma unroll
-  for (int j = 0; j < rows; ++j) Op::finish(window(j), f[j]);
+  for (int j = 0; j < rows; ++j) Op::finish(a, window(j), f[j], where);
   // A tile's rows are written in place, and a window read there covers words of the next row
   // (its elements masked): every read done before any write.
   if constexpr (std::is_same_v<Where, in_tile>) __syncthreads();
@@ -195,7 +195,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     }
 #pragma unroll
     for (int t = 0; t < Op::tensors; ++t) {
-      finish_windows(span(Op::input(a, t)), zero, in[t]);
+      T const* p = Op::input(a, t);
+      finish_windows(p + row0 * a.cols, span(p), zero, in[t]);
 #pragma unroll
       for (int k = 0; k < slots; ++k)
         *reinterpret_cast<vec*>(&tile[t][threadIdx.x + k * threads]) = in[t][k];
@@ -631,23 +632,17 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
 }
 
 /// Window `j` of a staged row of `cols` elements with a head of `shift` (a ragged one: some
-/// elements outside [0, cols)), read element-wise as `load_windows` reads it, outside elements
-/// -inf. Out of line: at most two a row.
+/// elements outside [0, cols)), read element-wise (load_ragged), outside elements -inf. Out of
+/// line: at most two a row.
 template <class T, int V>
 __device__ __noinline__ vec_t<T, V> staged_edge(T const* row, int cols, int shift, int j) {
-  const row_window w{0, cols, j, 1, shift};
-  vec_t<T, V> v[1];
-  load_windows(row, w, from_float<T>(neg_inf), v);
-  finish_windows(w, from_float<T>(neg_inf), v);
-  return v[0];
+  return load_ragged<T, V>(row, std::int64_t{j} * V - shift, cols, from_float<T>(neg_inf));
 }
 
 /// Its store: the in-range elements of window `j`.
 template <class T, int V>
 __device__ __noinline__ void staged_edge_store(T* row, int cols, int shift, int j, vec_t<T, V> v) {
-  const row_window w{0, cols, j, 1, shift};
-  vec_t<T, V> const out[1] = {v};
-  store_windows(row, w, out);
+  store_ragged(row, std::int64_t{j} * V - shift, cols, v);
 }
 
 /// A CTA's share of a staged forward row: CTA `rank` of `ctas` owns windows [rank * share,

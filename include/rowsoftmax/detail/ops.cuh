@@ -64,9 +64,10 @@ struct forward_op {
                                Hint hint = {}) {
     load_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
   }
-  template <int V, int N>
-  __device__ static void finish(row_window const& w, fragment<V, N>& f) {
-    finish_windows(w, from_float<T>(neg_inf), f.v);
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
+                                Hint hint = {}) {
+    finish_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
     f.m = neg_inf;
 #pragma unroll
     for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, f.v[k].max());
@@ -75,7 +76,7 @@ struct forward_op {
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
                               Hint hint = {}) {
     issue(a, w, f, hint);
-    finish(w, f);
+    finish(a, w, f, hint);
   }
 
   /// The sum of exp(x - shift) over the elements of `v` (`e`: shifted_exp or fused_exp, its
@@ -188,17 +189,18 @@ struct backward_op {
     load_windows(a.dy + w.row * a.dy_stride, w, zero, f.dy, hint);
     load_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint);
   }
-  template <int V, int N>
-  __device__ static void finish(row_window const& w, fragment<V, N>& f) {
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
+                                Hint hint = {}) {
     const T zero = from_float<T>(0.0f);
-    finish_windows(w, zero, f.dy);  // after both tensors' loads are issued
-    finish_windows(w, zero, f.y);
+    finish_windows(a.dy + w.row * a.dy_stride, w, zero, f.dy, hint);  // after both tensors'
+    finish_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint);     // loads are issued
   }
   template <int V, int N, class Hint = no_hint>
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
                               Hint hint = {}) {
     issue(a, w, f, hint);
-    finish(w, f);
+    finish(a, w, f, hint);
   }
 
   template <int V, int N>

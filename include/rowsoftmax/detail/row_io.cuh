@@ -99,15 +99,78 @@ __device__ inline void store_tile_windows(T* row, row_window const& w, vec_t<T, 
   }
 }
 
+/// The elements [e0, e0 + V) of a row of `cols` elements that lie in [0, cols), read one by one
+/// (predicated loads, no branches), `fill` elsewhere: a window the row covers in part (a
+/// misaligned head, a tail).
+template <class T, int V>
+__device__ inline vec_t<T, V> load_ragged(T const* row, std::int64_t e0, std::int64_t cols,
+                                          T fill) {
+  const int lo = e0 >= 0 ? 0 : e0 <= -V ? V : static_cast<int>(-e0);
+  const int hi = cols - e0 >= V ? V : cols - e0 <= 0 ? 0 : static_cast<int>(cols - e0);
+  T x[V];
+#pragma unroll
+  for (int l = 0; l < V; ++l) x[l] = l >= lo && l < hi ? row[e0 + l] : fill;
+  return vec_t<T, V>::of(x);
+}
+
+/// Writes the elements of `v` that lie in [0, cols) at [e0, e0 + V), one by one.
+template <class T, int V>
+__device__ inline void store_ragged(T* row, std::int64_t e0, std::int64_t cols,
+                                    vec_t<T, V> const& v) {
+  const int lo = e0 >= 0 ? 0 : e0 <= -V ? V : static_cast<int>(-e0);
+  const int hi = cols - e0 >= V ? V : cols - e0 <= 0 ? 0 : static_cast<int>(cols - e0);
+#pragma unroll
+  for (int l = 0; l < V; ++l)
+    if (l >= lo && l < hi) row[e0 + l] = v.get(l);
+}
+
+/// The windows of a thread that the row covers in part, as the thread's slots (-1: none): the
+/// head, the row's first window, where the row starts inside it (misaligned) or ends inside it
+/// (a row shorter than a window); and the tail, the row's last window, where the row ends
+/// inside it (and it is not the first). Every other window lies wholly inside or outside
+/// [0, cols), so is one vector access or none: a cluster CTA's share ends at a window boundary.
+struct ragged_slots {
+  int head = -1;
+  int tail = -1;
+  std::int64_t tail_e0 = 0;  ///< the tail window's first element in the row (e0)
+};
+
+template <int V, int N>
+__device__ inline ragged_slots ragged_of(row_window const& w) {
+  ragged_slots r;
+  if (w.cols <= 0) return r;
+  const std::int64_t end = w.cols + w.shift;  // one past the row's last element in the grid
+  if (w.first == 0 && (w.shift != 0 || end < V)) r.head = 0;
+  const std::int64_t last = (end - 1) / V;  // the row's last window
+  const std::int64_t d = last - w.first;    // from this thread's first
+  if (end % V != 0 && last > 0 && d >= 0 && d % w.stride == 0 && d / w.stride < N) {
+    r.tail = static_cast<int>(d / w.stride);
+    r.tail_e0 = last * V - w.shift;
+  }
+  return r;
+}
+
+/// Whether `load_windows` leaves the windows a row covers in part (ragged_of) to
+/// `finish_windows`, read there element by element once every load of the row is issued: for
+/// 16-bit rows of more than one slot a thread. Elsewhere `load_windows` reads them itself, word
+/// by word in the slot's branch. (Deferred, the thread that holds a ragged window stops holding
+/// back its warp's loads: bf16 backward 2049 columns, misaligned, 79% of copy -> 89.5%, streamed
+/// 16-bit backward rows 5-7 points faster. For 4-byte rows and rows of one slot a thread the
+/// deferred reads cost registers (the short-row kernels of 8 rows a thread, bf16 151 -> 170,
+/// fp32 128 -> 190) and up to 48 points of copy, fp32 rows 2-10; H200, README "Tuning notes" 61.)
+template <class T, int N>
+inline constexpr bool defers_ragged = sizeof(T) == 2 && N > 1;
+
 /// Reads N windows (`w.stride` windows apart) of a row into registers; elements outside
-/// [0, cols) read as `fill` and touch no memory. Every load is issued before any loaded value
-/// is used: a whole window is one vector load, a ragged one (a misaligned head, a tail) is read
-/// word by word straight into its registers. A 16-bit word with one element in the row is read
-/// as that element alone and left for `finish_windows` to complete with `fill`, which the op
-/// calls after its last `load_windows`. (Packing the element here waited for its load before
-/// the thread's later loads were issued: one more memory latency for the warp and so for its
-/// row; bf16 backward at 50257 columns ran at 70% of copy so, 90% now; README, "Tuning notes".)
-/// A whole window's load carries `hint` (see l2_hint); the ragged ones' do not.
+/// [0, cols) read as `fill` and touch no memory. A window wholly inside the row is one vector
+/// load (with `hint`, see l2_hint). A window the row covers in part is, where defers_ragged,
+/// left as `fill` for `finish_windows`; elsewhere read word by word straight into its registers,
+/// a 16-bit word with one element in the row read as that element alone and completed with
+/// `fill` by `finish_windows`. The op calls `finish_windows` after its last `load_windows`:
+/// every load of the row is issued before any loaded value is used. (Packing the element here
+/// waited for its load before the thread's later loads were issued: one more memory latency for
+/// the warp and so for its row; bf16 backward at 50257 columns ran at 70% of copy so, 90% with
+/// the packing deferred; README, "Tuning notes".)
 template <class T, int V, int N, class Hint = no_hint>
 __device__ inline void load_windows(T const* row, row_window const& w, T fill,
                                     vec_t<T, V> (&out)[N], Hint hint = {}) {
@@ -120,7 +183,7 @@ __device__ inline void load_windows(T const* row, row_window const& w, T fill,
       const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
       if (e0 >= 0 && e0 + V <= w.cols) {
         out[k] = vec::load(row + e0, hint);
-      } else if (vec::per_word == 2 && (e0 + V <= 0 || e0 >= w.cols)) {  // none in the row
+      } else if (defers_ragged<T, N> || (vec::per_word == 2 && (e0 + V <= 0 || e0 >= w.cols))) {
 #pragma unroll
         for (int i = 0; i < vec::words; ++i) out[k].w[i] = vec::fill_word(fill);
       } else {
@@ -141,35 +204,51 @@ __device__ inline void load_windows(T const* row, row_window const& w, T fill,
   }
 }
 
-/// Completes the 16-bit words `load_windows` read with one element: the element moved to its
-/// half, `fill` in the other. Only the row's first element (at an odd shift) and its last (at
-/// an even position in the window grid) can share a word with elements outside the row; the
-/// thread holding one fixes that word. Nothing to do for 4-byte elements.
-template <class T, int V, int N>
-__device__ inline void finish_windows(row_window const& w, T fill, vec_t<T, V> (&out)[N]) {
-  using vec = vec_t<T, V>;
-  if constexpr (vec::per_word == 2) {
-    if (w.cols <= 0) return;
-    const std::uint32_t f = bits_as<std::uint16_t>(fill);
-    if (w.shift % 2 == 1 && w.first == 0) {  // element 0: the high half of word shift / 2
-#pragma unroll
-      for (int i = 0; i < vec::words; ++i) {
-        const std::uint32_t x = out[0].w[i];
-        out[0].w[i] = i == w.shift / 2 ? (x << 16) | f : x;
-      }
-    }
-    const std::int64_t last = w.cols - 1 + w.shift;  // the last element's place in the grid
-    const std::int64_t d = last / V - w.first;       // its window, from this thread's first
-    if (last % 2 == 0 && d >= 0 && d % w.stride == 0 && d / w.stride < N) {
-      // A select for every word: an indexed store would move the fragment to local memory.
-      const int at = static_cast<int>(d / w.stride) * vec::words + static_cast<int>(last % V) / 2;
-#pragma unroll
-      for (int j = 0; j < N; ++j)
+/// Completes what `load_windows` left of a row's ragged windows. Where defers_ragged: reads the
+/// windows the row covers in part (ragged_of), element by element, `fill` outside the row.
+/// Elsewhere, 16-bit rows only: moves each element read alone into its half of the word, `fill`
+/// in the other (only the row's first element, at an odd shift, and its last, at an even place
+/// in the window grid, share a word with elements outside the row). Nothing to do for 4-byte
+/// rows, nor for rows in a shared-memory tile (load_tile_windows reads them whole).
+template <class T, int V, int N, class Hint = no_hint>
+__device__ inline void finish_windows(T const* row, row_window const& w, T fill,
+                                      vec_t<T, V> (&out)[N], Hint = {}) {
+  if constexpr (std::is_same_v<Hint, in_tile>) {
+  } else if constexpr (!defers_ragged<T, N>) {
+    using vec = vec_t<T, V>;
+    if constexpr (vec::per_word == 2) {
+      if (w.cols <= 0) return;
+      const std::uint32_t f = bits_as<std::uint16_t>(fill);
+      if (w.shift % 2 == 1 && w.first == 0) {  // element 0: the high half of word shift / 2
 #pragma unroll
         for (int i = 0; i < vec::words; ++i) {
-          const std::uint32_t x = out[j].w[i];
-          out[j].w[i] = j * vec::words + i == at ? (x & 0xffffu) | (f << 16) : x;
+          const std::uint32_t x = out[0].w[i];
+          out[0].w[i] = i == w.shift / 2 ? (x << 16) | f : x;
         }
+      }
+      const std::int64_t last = w.cols - 1 + w.shift;  // the last element's place in the grid
+      const std::int64_t d = last / V - w.first;       // its window, from this thread's first
+      if (last % 2 == 0 && d >= 0 && d % w.stride == 0 && d / w.stride < N) {
+        // A select for every word: an indexed store would move the fragment to local memory.
+        const int at = static_cast<int>(d / w.stride) * vec::words + static_cast<int>(last % V) / 2;
+#pragma unroll
+        for (int j = 0; j < N; ++j)
+#pragma unroll
+          for (int i = 0; i < vec::words; ++i) {
+            const std::uint32_t x = out[j].w[i];
+            out[j].w[i] = j * vec::words + i == at ? (x & 0xffffu) | (f << 16) : x;
+          }
+      }
+    }
+  } else {
+    const ragged_slots r = ragged_of<V, N>(w);
+    if (r.head == 0) out[0] = load_ragged<T, V>(row, -std::int64_t{w.shift}, w.cols, fill);
+    if (r.tail >= 0) {
+      // Moved to its slot by selects: an indexed store would move the fragment to local memory.
+      const vec_t<T, V> t = load_ragged<T, V>(row, r.tail_e0, w.cols, fill);
+#pragma unroll
+      for (int k = 0; k < N; ++k)
+        if (k == r.tail) out[k] = t;
     }
   }
 }
@@ -178,7 +257,11 @@ __device__ inline void finish_windows(row_window const& w, T fill, vec_t<T, V> (
 /// window is one vector store: `OneStore` writes it with vec_t::store, for the kernels where
 /// the compiler splits the plain assignment into one store a word (the split kernel); elsewhere
 /// the plain assignment compiles to one store and leaves the compiler freer to schedule. A
-/// whole window's store carries `hint` (see l2_hint), the ragged ones' do not.
+/// whole window's store carries `hint` (see l2_hint); a window the row covers in part is
+/// written element by element (store_ragged), in its slot's branch: the stores wait for no
+/// one, and a branch a slot keeps the fragment's registers as they are (selecting the tail into
+/// one vector first, as `finish_windows` does, spilled the 16-bit forward kernels of 144 bytes
+/// a thread; ptxas, sm_90).
 template <bool OneStore = false, class T, int V, int N, class Hint = no_hint>
 __device__ inline void store_windows(T* row, row_window const& w, vec_t<T, V> const (&in)[N],
                                      Hint hint = {}) {
@@ -196,6 +279,8 @@ __device__ inline void store_windows(T* row, row_window const& w, vec_t<T, V> co
         } else {
           *reinterpret_cast<vec_t<T, V>*>(row + e0) = in[k];
         }
+      } else if (defers_ragged<T, N>) {
+        if (e0 < w.cols && e0 + V > 0) store_ragged(row, e0, w.cols, in[k]);
       } else {
 #pragma unroll
         for (int l = 0; l < V; ++l) {
