@@ -518,7 +518,7 @@ TEST(Plan, FewForwardRowsTakeTheMost128ThreadCtas) {
   EXPECT_EQ(b.cluster_size, 2);
 }
 
-TEST(Plan, SixteenBitBackwardStreamsRowsOfTenToFifteenClusterCtas) {
+TEST(Plan, SixteenBitBackwardStreamsRowsOfTenToFifteenClusterCtasOrNineMisaligned) {
   const auto bwd = [](std::int64_t rows, std::int64_t cols, std::size_t elem = 2) {
     return rs::plan_for(rs::direction::backward, rows, cols, elem, {int(16 / elem), false}, h200);
   };
@@ -537,6 +537,18 @@ TEST(Plan, SixteenBitBackwardStreamsRowsOfTenToFifteenClusterCtas) {
     EXPECT_EQ(w.algo, algorithm::streaming);
     EXPECT_EQ(w.cluster_size, p.cluster_size);
   }
+  // Rows of 9 CTAs stream where they are misaligned.
+  for (std::int64_t cols : {8 * cta + 1, std::int64_t{140001}}) {
+    const auto p = rs::plan_for(rs::direction::backward, 883, cols, 2, {8, true}, h200);
+    SCOPED_TRACE("cols=" + std::to_string(cols) + " " + rs::to_string(p));
+    EXPECT_EQ(p.algo, algorithm::streaming);
+    EXPECT_EQ(p.cluster_size, 5);
+    EXPECT_TRUE(rs::detail::reads_once(p, rs::direction::backward, 2));
+    EXPECT_EQ(bwd(883, cols).algo, algorithm::cluster);  // aligned
+    EXPECT_EQ(bwd(883, cols).cluster_size, 9);
+  }
+  EXPECT_EQ(rs::plan_for(rs::direction::backward, 883, 8 * cta - 7, 2, {8, true}, h200).algo,
+            algorithm::cluster);
   EXPECT_EQ(bwd(883, 15 * cta + 1).algo, algorithm::cluster);
   EXPECT_EQ(bwd(883, 262144).cluster_size, 16);
   // The rule counts CTAs of 256 threads: 11 narrow CTAs (128 threads) stay a cluster.
