@@ -135,6 +135,7 @@ struct ragged_slots {
   std::int64_t tail_e0 = 0;  ///< the tail window's first element in the row (e0)
 };
 
+/// The ragged slots of a thread of N slots at window `w`.
 template <int V, int N>
 __device__ inline ragged_slots ragged_of(row_window const& w) {
   ragged_slots r;
@@ -184,6 +185,9 @@ __device__ inline void load_windows(T const* row, row_window const& w, T fill,
       if (e0 >= 0 && e0 + V <= w.cols) {
         out[k] = vec::load(row + e0, hint);
       } else if (defers_ragged<T, N> || (vec::per_word == 2 && (e0 + V <= 0 || e0 >= w.cols))) {
+        // 4-byte windows wholly outside the row take the word-by-word branch below, whose
+        // loads are then all predicated off: a branch of their own here ran the fp32 register
+        // clusters 10-21 points slower (H200; README, "Tuning notes" 62 (a)).
 #pragma unroll
         for (int i = 0; i < vec::words; ++i) out[k].w[i] = vec::fill_word(fill);
       } else {
