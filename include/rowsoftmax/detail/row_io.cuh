@@ -99,17 +99,30 @@ __device__ inline void store_tile_windows(T* row, row_window const& w, vec_t<T, 
   }
 }
 
+/// The lanes [lo, hi) of the window of V elements at `e0` that lie in a row of `cols` elements
+/// (32-bit bounds for the lanes' predicates; lo >= hi: none).
+struct lanes {
+  int lo;
+  int hi;
+};
+
+template <int V>
+__device__ inline lanes lanes_in_row(std::int64_t e0, std::int64_t cols) {
+  const int lo = e0 >= 0 ? 0 : e0 <= -V ? V : static_cast<int>(-e0);
+  const int hi = cols - e0 >= V ? V : cols - e0 <= 0 ? 0 : static_cast<int>(cols - e0);
+  return {lo, hi};
+}
+
 /// The elements [e0, e0 + V) of a row of `cols` elements that lie in [0, cols), read one by one
 /// (predicated loads, no branches), `fill` elsewhere: a window the row covers in part (a
 /// misaligned head, a tail).
 template <class T, int V>
 __device__ inline vec_t<T, V> load_ragged(T const* row, std::int64_t e0, std::int64_t cols,
                                           T fill) {
-  const int lo = e0 >= 0 ? 0 : e0 <= -V ? V : static_cast<int>(-e0);
-  const int hi = cols - e0 >= V ? V : cols - e0 <= 0 ? 0 : static_cast<int>(cols - e0);
+  const lanes in = lanes_in_row<V>(e0, cols);
   T x[V];
 #pragma unroll
-  for (int l = 0; l < V; ++l) x[l] = l >= lo && l < hi ? row[e0 + l] : fill;
+  for (int l = 0; l < V; ++l) x[l] = l >= in.lo && l < in.hi ? row[e0 + l] : fill;
   return vec_t<T, V>::of(x);
 }
 
@@ -117,11 +130,10 @@ __device__ inline vec_t<T, V> load_ragged(T const* row, std::int64_t e0, std::in
 template <class T, int V>
 __device__ inline void store_ragged(T* row, std::int64_t e0, std::int64_t cols,
                                     vec_t<T, V> const& v) {
-  const int lo = e0 >= 0 ? 0 : e0 <= -V ? V : static_cast<int>(-e0);
-  const int hi = cols - e0 >= V ? V : cols - e0 <= 0 ? 0 : static_cast<int>(cols - e0);
+  const lanes in = lanes_in_row<V>(e0, cols);
 #pragma unroll
   for (int l = 0; l < V; ++l)
-    if (l >= lo && l < hi) row[e0 + l] = v.get(l);
+    if (l >= in.lo && l < in.hi) row[e0 + l] = v.get(l);
 }
 
 /// The windows of a thread that the row covers in part, as the thread's slots (-1: none): the
