@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Loading and storing a thread's share of one row: 16-byte vectors where a whole vector lies
-// inside the row, element-wise predicated accesses at the (possibly misaligned) head and the
-// tail. Written once; every op and every tier goes through these two functions.
+// inside the row, predicated word or element accesses at the (possibly misaligned) head and the
+// tail. Written once; every op and every tier goes through these functions.
 #pragma once
 
 #include <cstdint>
@@ -113,17 +113,64 @@ __device__ inline lanes lanes_in_row(std::int64_t e0, std::int64_t cols) {
   return {lo, hi};
 }
 
-/// The elements [e0, e0 + V) of a row of `cols` elements that lie in [0, cols), read one by one
-/// (predicated loads, no branches), `fill` elsewhere: a window the row covers in part (a
-/// misaligned head, a tail).
+/// A window the row covers in part (a misaligned head, a tail), as `read_ragged` read it: its
+/// words, and the lanes that lie in the row. A 16-bit word with one element in the row holds
+/// that element in its low half until `packed` moves it into place.
+template <class T, int V>
+struct ragged_read {
+  vec_t<T, V> v;
+  lanes in;
+};
+
+/// Reads the elements [e0, e0 + V) of a row that lie in the lanes `in` (lanes_in_row; none: no
+/// access), word by word: a word wholly in the row is one 32-bit load, a 16-bit word with one
+/// element in it a 16-bit load of that element, other words `fill`. Predicated loads, no
+/// branches; nothing here waits for them (see `packed`).
+template <class T, int V>
+__device__ inline ragged_read<T, V> read_ragged(T const* row, std::int64_t e0, lanes in, T fill) {
+  using vec = vec_t<T, V>;
+  using word = typename vec::word;
+  ragged_read<T, V> r;
+  r.in = in;
+#pragma unroll
+  for (int i = 0; i < vec::words; ++i) {
+    const int lo = i * vec::per_word, hi = lo + vec::per_word - 1;
+    const bool lo_in = lo >= in.lo && lo < in.hi, hi_in = hi >= in.lo && hi < in.hi;
+    word x = vec::fill_word(fill);
+    if (lo_in && hi_in) {
+      x = *reinterpret_cast<word const*>(row + e0 + lo);
+    } else if (lo_in || hi_in) {  // 16-bit only
+      x = *reinterpret_cast<std::uint16_t const*>(row + e0 + (lo_in ? lo : hi));
+    }
+    r.v.w[i] = x;
+  }
+  return r;
+}
+
+/// The window `r` read, each element alone in its word moved into its half, `fill` in the other.
+template <class T, int V>
+__device__ inline vec_t<T, V> packed(ragged_read<T, V> const& r, T fill) {
+  using vec = vec_t<T, V>;
+  vec v = r.v;
+  if constexpr (vec::per_word == 2) {
+    const std::uint32_t f = bits_as<std::uint16_t>(fill);
+#pragma unroll
+    for (int i = 0; i < vec::words; ++i) {
+      const int lo = 2 * i, hi = lo + 1;
+      const bool lo_in = lo >= r.in.lo && lo < r.in.hi, hi_in = hi >= r.in.lo && hi < r.in.hi;
+      if (lo_in && !hi_in) v.w[i] = (v.w[i] & 0xffffu) | (f << 16);
+      if (hi_in && !lo_in) v.w[i] = (v.w[i] << 16) | f;
+    }
+  }
+  return v;
+}
+
+/// The elements [e0, e0 + V) of a row of `cols` elements that lie in [0, cols), `fill`
+/// elsewhere (read_ragged, then packed).
 template <class T, int V>
 __device__ inline vec_t<T, V> load_ragged(T const* row, std::int64_t e0, std::int64_t cols,
                                           T fill) {
-  const lanes in = lanes_in_row<V>(e0, cols);
-  T x[V];
-#pragma unroll
-  for (int l = 0; l < V; ++l) x[l] = l >= in.lo && l < in.hi ? row[e0 + l] : fill;
-  return vec_t<T, V>::of(x);
+  return packed(read_ragged<T, V>(row, e0, lanes_in_row<V>(e0, cols), fill), fill);
 }
 
 /// Writes the elements of `v` that lie in [0, cols) at [e0, e0 + V), one by one.
@@ -164,26 +211,27 @@ __device__ inline ragged_slots ragged_of(row_window const& w) {
 }
 
 /// Whether `load_windows` leaves the windows a row covers in part (ragged_of) to
-/// `finish_windows`, read there element by element once every load of the row is issued: for
-/// 16-bit rows of more than one slot a thread. Elsewhere `load_windows` reads them itself, word
-/// by word in the slot's branch. (Deferred, the thread that holds a ragged window stops holding
-/// back its warp's loads: bf16 backward 2049 columns, misaligned, 79% of copy -> 89.5%, streamed
-/// 16-bit backward rows 5-7 points faster. For 4-byte rows and rows of one slot a thread the
-/// deferred reads cost registers (the short-row kernels of 8 rows a thread, bf16 151 -> 170,
-/// fp32 128 -> 190) and up to 48 points of copy, fp32 rows 2-10; H200, README "Tuning notes" 61.)
+/// `finish_windows` (read_ragged_windows), read there word by word once every load of the row is
+/// issued: for 16-bit rows of more than one slot a thread. Elsewhere `load_windows` reads them
+/// itself, word by word in the slot's branch. (Deferred, the thread that holds a ragged window
+/// stops holding back its warp's loads: bf16 backward 2049 columns, misaligned, 79% of copy
+/// -> 89.5%, streamed 16-bit backward rows 5-7 points faster. For 4-byte rows and rows of one slot
+/// a thread the deferred reads cost registers (the short-row kernels of 8 rows a thread, bf16 151
+/// -> 170, fp32 128 -> 190) and up to 48 points of copy, fp32 rows 2-10; H200, README "Tuning
+/// notes" 61.)
 template <class T, int N>
 inline constexpr bool defers_ragged = sizeof(T) == 2 && N > 1;
 
 /// Reads N windows (`w.stride` windows apart) of a row into registers; elements outside
 /// [0, cols) read as `fill` and touch no memory. A window wholly inside the row is one vector
 /// load (with `hint`, see l2_hint). A window the row covers in part is, where defers_ragged,
-/// left as `fill` for `finish_windows`; elsewhere read word by word straight into its registers,
-/// a 16-bit word with one element in the row read as that element alone and completed with
-/// `fill` by `finish_windows`. The op calls `finish_windows` after its last `load_windows`:
-/// every load of the row is issued before any loaded value is used. (Packing the element here
-/// waited for its load before the thread's later loads were issued: one more memory latency for
-/// the warp and so for its row; bf16 backward at 50257 columns ran at 70% of copy so, 90% with
-/// the packing deferred; README, "Tuning notes".)
+/// left as `fill` for `finish_windows`; elsewhere read word by word straight into its registers
+/// (as read_ragged reads it), a 16-bit word with one element in the row read as that element
+/// alone and completed with `fill` by `finish_windows`. The op calls `finish_windows` after its
+/// last `load_windows`: every load of the row is issued before any loaded value is used. (Packing
+/// the element here waited for its load before the thread's later loads were issued: one more
+/// memory latency for the warp and so for its row; bf16 backward at 50257 columns ran at 70% of
+/// copy so, 90% with the packing deferred; README, "Tuning notes".)
 template <class T, int V, int N, class Hint = no_hint>
 __device__ inline void load_windows(T const* row, row_window const& w, T fill,
                                     vec_t<T, V> (&out)[N], Hint hint = {}) {
@@ -220,20 +268,42 @@ __device__ inline void load_windows(T const* row, row_window const& w, T fill,
   }
 }
 
-/// Completes what `load_windows` left of a row's ragged windows. Where defers_ragged: reads the
-/// windows the row covers in part (ragged_of), element by element, `fill` outside the row.
-/// Elsewhere, 16-bit rows only: moves each element read alone into its half of the word, `fill`
-/// in the other (only the row's first element, at an odd shift, and its last, at an even place
-/// in the window grid, share a word with elements outside the row). Nothing to do for 4-byte
-/// rows, nor for rows in a shared-memory tile (load_tile_windows reads them whole).
+/// Whether `load_windows` left a row's ragged windows to `read_ragged_windows` (defers_ragged;
+/// never for a row in a shared-memory tile).
+template <class T, int N, class Hint>
+inline constexpr bool deferred = defers_ragged<T, N> && !std::is_same_v<Hint, in_tile>;
+
+/// What `read_ragged_windows` read of a thread's ragged windows of a row where they were deferred
+/// (their slots, ragged_of, and the windows as read), for `place_ragged_windows`; elsewhere
+/// nothing.
+template <class T, int V, bool Deferred>
+struct ragged_row {};
+template <class T, int V>
+struct ragged_row<T, V, true> {
+  ragged_slots at;
+  ragged_read<T, V> head, tail;
+};
+
+/// Completes what `load_windows` left of a row's ragged windows, in two steps: this one issues
+/// what must be read, `place_ragged_windows` puts it into the slots; an op of several tensors
+/// reads all of theirs before it places any, so that no tensor's reads wait for another's
+/// (placing one tensor's windows waited for its loads before the next tensor's were issued:
+/// one memory latency more for the thread and so for its row or cluster; README "Tuning notes"
+/// 63). Where deferred: reads the windows the row covers in part (ragged_of) word by word
+/// (read_ragged), `fill` outside the row. Elsewhere, 16-bit rows only: moves each element read
+/// alone into its half of the word, `fill` in the other (only the row's first element, at an odd
+/// shift, and its last, at an even place in the window grid, share a word with elements outside
+/// the row), and reads nothing. Nothing to do for 4-byte rows, nor for rows in a shared-memory
+/// tile (load_tile_windows reads them whole).
 template <class T, int V, int N, class Hint = no_hint>
-__device__ inline void finish_windows(T const* row, row_window const& w, T fill,
-                                      vec_t<T, V> (&out)[N], Hint = {}) {
+__device__ inline ragged_row<T, V, deferred<T, N, Hint>> read_ragged_windows(
+    T const* row, row_window const& w, T fill, vec_t<T, V> (&out)[N], Hint = {}) {
   if constexpr (std::is_same_v<Hint, in_tile>) {
-  } else if constexpr (!defers_ragged<T, N>) {
+    return {};
+  } else if constexpr (!deferred<T, N, Hint>) {
     using vec = vec_t<T, V>;
     if constexpr (vec::per_word == 2) {
-      if (w.cols <= 0) return;
+      if (w.cols <= 0) return {};
       const std::uint32_t f = bits_as<std::uint16_t>(fill);
       if (w.shift % 2 == 1 && w.first == 0) {  // element 0: the high half of word shift / 2
 #pragma unroll
@@ -256,6 +326,41 @@ __device__ inline void finish_windows(T const* row, row_window const& w, T fill,
           }
       }
     }
+    return {};
+  } else {
+    ragged_row<T, V, true> g;
+    g.at = ragged_of<V, N>(w);
+    const lanes none{0, 0};
+    const std::int64_t h0 = -std::int64_t{w.shift};
+    g.head = read_ragged<T, V>(row, h0, g.at.head == 0 ? lanes_in_row<V>(h0, w.cols) : none, fill);
+    g.tail = read_ragged<T, V>(row, g.at.tail_e0,
+                               g.at.tail >= 0 ? lanes_in_row<V>(g.at.tail_e0, w.cols) : none, fill);
+    return g;
+  }
+}
+
+/// Places the ragged windows `g` read (read_ragged_windows) into their slots.
+template <class T, int V, int N, bool Deferred>
+__device__ inline void place_ragged_windows(ragged_row<T, V, Deferred> const& g, T fill,
+                                            vec_t<T, V> (&out)[N]) {
+  if constexpr (Deferred) {
+    if (g.at.head == 0) out[0] = packed(g.head, fill);
+    // Moved to its slot by selects: an indexed store would move the fragment to local memory.
+    const vec_t<T, V> t = packed(g.tail, fill);
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+      if (k == g.at.tail) out[k] = t;
+  }
+}
+
+/// Both steps for a row of one tensor, each window read and placed in its slot's branch (read
+/// both first, then placed, the windows' registers spilled the 16-bit forward kernels of 128
+/// and 144 bytes a thread; ptxas, sm_90).
+template <class T, int V, int N, class Hint = no_hint>
+__device__ inline void finish_windows(T const* row, row_window const& w, T fill,
+                                      vec_t<T, V> (&out)[N], Hint hint = {}) {
+  if constexpr (!deferred<T, N, Hint>) {
+    read_ragged_windows(row, w, fill, out, hint);
   } else {
     const ragged_slots r = ragged_of<V, N>(w);
     if (r.head == 0) out[0] = load_ragged<T, V>(row, -std::int64_t{w.shift}, w.cols, fill);
