@@ -193,11 +193,9 @@ struct backward_op {
   __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
                                 Hint hint = {}) {
     const T zero = from_float<T>(0.0f);
-    // Both tensors' ragged windows read before either is placed (see read_ragged_windows).
-    const auto dy = read_ragged_windows(a.dy + w.row * a.dy_stride, w, zero, f.dy, hint);
-    const auto y = read_ragged_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint);
-    place_ragged_windows(dy, zero, f.dy);
-    place_ragged_windows(y, zero, f.y);
+    // After both tensors' loads are issued; both tensors' ragged windows read before either is
+    // placed (see the two-tensor finish_windows).
+    finish_windows(a.dy + w.row * a.dy_stride, a.y + w.row * a.y_stride, w, zero, f.dy, f.y, hint);
   }
   template <int V, int N, class Hint = no_hint>
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,

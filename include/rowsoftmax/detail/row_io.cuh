@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Loading and storing a thread's share of one row: 16-byte vectors where a whole vector lies
-// inside the row, predicated word or element accesses at the (possibly misaligned) head and the
-// tail. Written once; every op and every tier goes through these functions.
+// inside the row, element-wise predicated accesses at the (possibly misaligned) head and the
+// tail. Written once; every op and every tier goes through these two functions.
 #pragma once
 
 #include <cstdint>
@@ -113,8 +113,21 @@ __device__ inline lanes lanes_in_row(std::int64_t e0, std::int64_t cols) {
   return {lo, hi};
 }
 
-/// A window the row covers in part (a misaligned head, a tail), as `read_ragged` read it: its
-/// words, and the lanes that lie in the row. A 16-bit word with one element in the row holds
+/// The elements [e0, e0 + V) of a row of `cols` elements that lie in [0, cols), read one by one
+/// (predicated loads, no branches), `fill` elsewhere: a window the row covers in part (a
+/// misaligned head, a tail).
+template <class T, int V>
+__device__ inline vec_t<T, V> load_ragged(T const* row, std::int64_t e0, std::int64_t cols,
+                                          T fill) {
+  const lanes in = lanes_in_row<V>(e0, cols);
+  T x[V];
+#pragma unroll
+  for (int l = 0; l < V; ++l) x[l] = l >= in.lo && l < in.hi ? row[e0 + l] : fill;
+  return vec_t<T, V>::of(x);
+}
+
+/// A window the row covers in part, as `read_ragged` read it (the two-tensor `finish_windows`):
+/// its words, and the lanes that lie in the row. A 16-bit word with one element in the row holds
 /// that element in its low half until `packed` moves it into place.
 template <class T, int V>
 struct ragged_read {
@@ -165,14 +178,6 @@ __device__ inline vec_t<T, V> packed(ragged_read<T, V> const& r, T fill) {
   return v;
 }
 
-/// The elements [e0, e0 + V) of a row of `cols` elements that lie in [0, cols), `fill`
-/// elsewhere (read_ragged, then packed).
-template <class T, int V>
-__device__ inline vec_t<T, V> load_ragged(T const* row, std::int64_t e0, std::int64_t cols,
-                                          T fill) {
-  return packed(read_ragged<T, V>(row, e0, lanes_in_row<V>(e0, cols), fill), fill);
-}
-
 /// Writes the elements of `v` that lie in [0, cols) at [e0, e0 + V), one by one.
 template <class T, int V>
 __device__ inline void store_ragged(T* row, std::int64_t e0, std::int64_t cols,
@@ -211,27 +216,26 @@ __device__ inline ragged_slots ragged_of(row_window const& w) {
 }
 
 /// Whether `load_windows` leaves the windows a row covers in part (ragged_of) to
-/// `finish_windows` (read_ragged_windows), read there word by word once every load of the row is
-/// issued: for 16-bit rows of more than one slot a thread. Elsewhere `load_windows` reads them
-/// itself, word by word in the slot's branch. (Deferred, the thread that holds a ragged window
-/// stops holding back its warp's loads: bf16 backward 2049 columns, misaligned, 79% of copy
-/// -> 89.5%, streamed 16-bit backward rows 5-7 points faster. For 4-byte rows and rows of one slot
-/// a thread the deferred reads cost registers (the short-row kernels of 8 rows a thread, bf16 151
-/// -> 170, fp32 128 -> 190) and up to 48 points of copy, fp32 rows 2-10; H200, README "Tuning
-/// notes" 61.)
+/// `finish_windows`, read there element by element once every load of the row is issued: for
+/// 16-bit rows of more than one slot a thread. Elsewhere `load_windows` reads them itself, word
+/// by word in the slot's branch. (Deferred, the thread that holds a ragged window stops holding
+/// back its warp's loads: bf16 backward 2049 columns, misaligned, 79% of copy -> 89.5%, streamed
+/// 16-bit backward rows 5-7 points faster. For 4-byte rows and rows of one slot a thread the
+/// deferred reads cost registers (the short-row kernels of 8 rows a thread, bf16 151 -> 170,
+/// fp32 128 -> 190) and up to 48 points of copy, fp32 rows 2-10; H200, README "Tuning notes" 61.)
 template <class T, int N>
 inline constexpr bool defers_ragged = sizeof(T) == 2 && N > 1;
 
 /// Reads N windows (`w.stride` windows apart) of a row into registers; elements outside
 /// [0, cols) read as `fill` and touch no memory. A window wholly inside the row is one vector
 /// load (with `hint`, see l2_hint). A window the row covers in part is, where defers_ragged,
-/// left as `fill` for `finish_windows`; elsewhere read word by word straight into its registers
-/// (as read_ragged reads it), a 16-bit word with one element in the row read as that element
-/// alone and completed with `fill` by `finish_windows`. The op calls `finish_windows` after its
-/// last `load_windows`: every load of the row is issued before any loaded value is used. (Packing
-/// the element here waited for its load before the thread's later loads were issued: one more
-/// memory latency for the warp and so for its row; bf16 backward at 50257 columns ran at 70% of
-/// copy so, 90% with the packing deferred; README, "Tuning notes".)
+/// left as `fill` for `finish_windows`; elsewhere read word by word straight into its registers,
+/// a 16-bit word with one element in the row read as that element alone and completed with
+/// `fill` by `finish_windows`. The op calls `finish_windows` after its last `load_windows`:
+/// every load of the row is issued before any loaded value is used. (Packing the element here
+/// waited for its load before the thread's later loads were issued: one more memory latency for
+/// the warp and so for its row; bf16 backward at 50257 columns ran at 70% of copy so, 90% with
+/// the packing deferred; README, "Tuning notes".)
 template <class T, int V, int N, class Hint = no_hint>
 __device__ inline void load_windows(T const* row, row_window const& w, T fill,
                                     vec_t<T, V> (&out)[N], Hint hint = {}) {
@@ -268,42 +272,20 @@ __device__ inline void load_windows(T const* row, row_window const& w, T fill,
   }
 }
 
-/// Whether `load_windows` left a row's ragged windows to `read_ragged_windows` (defers_ragged;
-/// never for a row in a shared-memory tile).
-template <class T, int N, class Hint>
-inline constexpr bool deferred = defers_ragged<T, N> && !std::is_same_v<Hint, in_tile>;
-
-/// What `read_ragged_windows` read of a thread's ragged windows of a row where they were deferred
-/// (their slots, ragged_of, and the windows as read), for `place_ragged_windows`; elsewhere
-/// nothing.
-template <class T, int V, bool Deferred>
-struct ragged_row {};
-template <class T, int V>
-struct ragged_row<T, V, true> {
-  ragged_slots at;
-  ragged_read<T, V> head, tail;
-};
-
-/// Completes what `load_windows` left of a row's ragged windows, in two steps: this one issues
-/// what must be read, `place_ragged_windows` puts it into the slots; an op of several tensors
-/// reads all of theirs before it places any, so that no tensor's reads wait for another's
-/// (placing one tensor's windows waited for its loads before the next tensor's were issued:
-/// one memory latency more for the thread and so for its row or cluster; README "Tuning notes"
-/// 63). Where deferred: reads the windows the row covers in part (ragged_of) word by word
-/// (read_ragged), `fill` outside the row. Elsewhere, 16-bit rows only: moves each element read
-/// alone into its half of the word, `fill` in the other (only the row's first element, at an odd
-/// shift, and its last, at an even place in the window grid, share a word with elements outside
-/// the row), and reads nothing. Nothing to do for 4-byte rows, nor for rows in a shared-memory
-/// tile (load_tile_windows reads them whole).
+/// Completes what `load_windows` left of a row's ragged windows. Where defers_ragged: reads the
+/// windows the row covers in part (ragged_of), element by element, `fill` outside the row.
+/// Elsewhere, 16-bit rows only: moves each element read alone into its half of the word, `fill`
+/// in the other (only the row's first element, at an odd shift, and its last, at an even place
+/// in the window grid, share a word with elements outside the row). Nothing to do for 4-byte
+/// rows, nor for rows in a shared-memory tile (load_tile_windows reads them whole).
 template <class T, int V, int N, class Hint = no_hint>
-__device__ inline ragged_row<T, V, deferred<T, N, Hint>> read_ragged_windows(
-    T const* row, row_window const& w, T fill, vec_t<T, V> (&out)[N], Hint = {}) {
+__device__ inline void finish_windows(T const* row, row_window const& w, T fill,
+                                      vec_t<T, V> (&out)[N], Hint = {}) {
   if constexpr (std::is_same_v<Hint, in_tile>) {
-    return {};
-  } else if constexpr (!deferred<T, N, Hint>) {
+  } else if constexpr (!defers_ragged<T, N>) {
     using vec = vec_t<T, V>;
     if constexpr (vec::per_word == 2) {
-      if (w.cols <= 0) return {};
+      if (w.cols <= 0) return;
       const std::uint32_t f = bits_as<std::uint16_t>(fill);
       if (w.shift % 2 == 1 && w.first == 0) {  // element 0: the high half of word shift / 2
 #pragma unroll
@@ -326,41 +308,6 @@ __device__ inline ragged_row<T, V, deferred<T, N, Hint>> read_ragged_windows(
           }
       }
     }
-    return {};
-  } else {
-    ragged_row<T, V, true> g;
-    g.at = ragged_of<V, N>(w);
-    const lanes none{0, 0};
-    const std::int64_t h0 = -std::int64_t{w.shift};
-    g.head = read_ragged<T, V>(row, h0, g.at.head == 0 ? lanes_in_row<V>(h0, w.cols) : none, fill);
-    g.tail = read_ragged<T, V>(row, g.at.tail_e0,
-                               g.at.tail >= 0 ? lanes_in_row<V>(g.at.tail_e0, w.cols) : none, fill);
-    return g;
-  }
-}
-
-/// Places the ragged windows `g` read (read_ragged_windows) into their slots.
-template <class T, int V, int N, bool Deferred>
-__device__ inline void place_ragged_windows(ragged_row<T, V, Deferred> const& g, T fill,
-                                            vec_t<T, V> (&out)[N]) {
-  if constexpr (Deferred) {
-    if (g.at.head == 0) out[0] = packed(g.head, fill);
-    // Moved to its slot by selects: an indexed store would move the fragment to local memory.
-    const vec_t<T, V> t = packed(g.tail, fill);
-#pragma unroll
-    for (int k = 0; k < N; ++k)
-      if (k == g.at.tail) out[k] = t;
-  }
-}
-
-/// Both steps for a row of one tensor, each window read and placed in its slot's branch (read
-/// both first, then placed, the windows' registers spilled the 16-bit forward kernels of 128
-/// and 144 bytes a thread; ptxas, sm_90).
-template <class T, int V, int N, class Hint = no_hint>
-__device__ inline void finish_windows(T const* row, row_window const& w, T fill,
-                                      vec_t<T, V> (&out)[N], Hint hint = {}) {
-  if constexpr (!deferred<T, N, Hint>) {
-    read_ragged_windows(row, w, fill, out, hint);
   } else {
     const ragged_slots r = ragged_of<V, N>(w);
     if (r.head == 0) out[0] = load_ragged<T, V>(row, -std::int64_t{w.shift}, w.cols, fill);
@@ -370,6 +317,49 @@ __device__ inline void finish_windows(T const* row, row_window const& w, T fill,
 #pragma unroll
       for (int k = 0; k < N; ++k)
         if (k == r.tail) out[k] = t;
+    }
+  }
+}
+
+/// `finish_windows` for the rows of two tensors of one geometry `w` (backward_op's dy and y):
+/// where deferred, a thread that holds a ragged window issues the reads of both tensors' before
+/// it places any, in one branch that the other threads skip; the windows are read word by word
+/// (read_ragged, a word wholly in the row one 32-bit load), which holds four windows in half
+/// the registers of elements. (Finished one tensor after the other, the first tensor's placing
+/// waited for its reads before the second's were issued: a memory latency more for the thread,
+/// and so for its CTA's row or cluster: misaligned 16-bit backward register clusters read 86-89%
+/// of copy against 98-102% aligned; branch-free, the reads and their selects in every thread
+/// cost the aligned rows as much; H200, README "Tuning notes" 63.)
+template <class T, int V, int N, class Hint = no_hint>
+__device__ inline void finish_windows(T const* row0, T const* row1, row_window const& w, T fill,
+                                      vec_t<T, V> (&out0)[N], vec_t<T, V> (&out1)[N],
+                                      Hint hint = {}) {
+  if constexpr (!defers_ragged<T, N> || std::is_same_v<Hint, in_tile>) {
+    finish_windows(row0, w, fill, out0, hint);
+    finish_windows(row1, w, fill, out1, hint);
+  } else {
+    const ragged_slots r = ragged_of<V, N>(w);
+    if (r.head == 0 || r.tail >= 0) {
+      const lanes none{0, 0};
+      const std::int64_t h0 = -std::int64_t{w.shift};
+      const lanes h = r.head == 0 ? lanes_in_row<V>(h0, w.cols) : none;
+      const lanes t = r.tail >= 0 ? lanes_in_row<V>(r.tail_e0, w.cols) : none;
+      const ragged_read<T, V> h0r = read_ragged<T, V>(row0, h0, h, fill);
+      const ragged_read<T, V> t0r = read_ragged<T, V>(row0, r.tail_e0, t, fill);
+      const ragged_read<T, V> h1r = read_ragged<T, V>(row1, h0, h, fill);
+      const ragged_read<T, V> t1r = read_ragged<T, V>(row1, r.tail_e0, t, fill);
+      if (r.head == 0) {
+        out0[0] = packed(h0r, fill);
+        out1[0] = packed(h1r, fill);
+      }
+      // Moved to its slot by selects: an indexed store would move the fragment to local memory.
+      const vec_t<T, V> t0 = packed(t0r, fill), t1 = packed(t1r, fill);
+#pragma unroll
+      for (int k = 0; k < N; ++k)
+        if (k == r.tail) {
+          out0[k] = t0;
+          out1[k] = t1;
+        }
     }
   }
 }

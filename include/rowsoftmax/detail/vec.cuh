@@ -103,6 +103,21 @@ struct alignas(sizeof(T) * V) vec_t {
     }
   }
 
+  /// The vector of the elements `x`.
+  __device__ static vec_t of(T const (&x)[V]) {
+    vec_t r;
+#pragma unroll
+    for (int i = 0; i < words; ++i) {
+      if constexpr (per_word == 1) {
+        r.w[i] = bits_as<word>(x[i]);
+      } else {
+        r.w[i] = bits_as<std::uint16_t>(x[2 * i]) |
+                 (std::uint32_t{bits_as<std::uint16_t>(x[2 * i + 1])} << 16);
+      }
+    }
+    return r;
+  }
+
   /// The vector of `y` rounded to T (16-bit pairs with one packed conversion).
   __device__ static vec_t round(float const (&y)[V]) {
     vec_t r;
