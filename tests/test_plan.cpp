@@ -518,48 +518,54 @@ TEST(Plan, FewForwardRowsTakeTheMost128ThreadCtas) {
   EXPECT_EQ(b.cluster_size, 2);
 }
 
-TEST(Plan, SixteenBitBackwardStreamsRowsOfTenToFifteenClusterCtasOrNineMisaligned) {
-  const auto bwd = [](std::int64_t rows, std::int64_t cols, std::size_t elem = 2) {
-    return rs::plan_for(rs::direction::backward, rows, cols, elem, {int(16 / elem), false}, h200);
+TEST(Plan, SixteenBitBackwardStreamsRowsOfElevenAndTwelveClusterCtas) {
+  const auto bwd = [](std::int64_t rows, std::int64_t cols, bool shifted = false,
+                      std::size_t elem = 2) {
+    return rs::plan_for(rs::direction::backward, rows, cols, elem, {int(16 / elem), shifted},
+                        h200);
   };
   const std::int64_t cta = 16384;  // 16-bit elements a 256-thread CTA holds (128 bytes a thread)
-  EXPECT_EQ(bwd(883, 9 * cta).algo, algorithm::cluster);
-  EXPECT_EQ(bwd(883, 9 * cta).cluster_size, 9);
-  for (std::int64_t cols : {9 * cta + 1, std::int64_t{151936}, 12 * cta, 15 * cta}) {
-    const auto p = bwd(883, cols);
-    SCOPED_TRACE("cols=" + std::to_string(cols) + " " + rs::to_string(p));
-    EXPECT_EQ(p.algo, algorithm::streaming);
-    EXPECT_EQ(p.cluster_size, (rs::detail::ceil_div(cols, cta) + 1) / 2);
-    EXPECT_EQ(p.stash_tiles, 1);
-    EXPECT_TRUE(rs::detail::reads_once(p, rs::direction::backward, 2));
-    // A workspace changes nothing: the row is read once.
-    const auto w = rs::plan_for(rs::direction::backward, 883, cols, 2, {8, false}, h200, true);
-    EXPECT_EQ(w.algo, algorithm::streaming);
-    EXPECT_EQ(w.cluster_size, p.cluster_size);
+  // Rows of 11 and 12 CTAs (counting the misaligned head's window) stream through half as many.
+  for (std::int64_t cols : {10 * cta + 1, 12 * cta - 7, 12 * cta})
+    for (bool shifted : {false, true}) {
+      if (shifted && cols == 12 * cta) continue;  // 13 CTAs with the head's window
+      const auto p = bwd(883, cols, shifted);
+      SCOPED_TRACE("cols=" + std::to_string(cols) + " shifted=" + std::to_string(shifted) + " " +
+                   rs::to_string(p));
+      EXPECT_EQ(p.algo, algorithm::streaming);
+      EXPECT_EQ(p.cluster_size, (rs::detail::ceil_div(cols + (shifted ? 7 : 0), cta) + 1) / 2);
+      EXPECT_EQ(p.stash_tiles, 1);
+      EXPECT_TRUE(rs::detail::reads_once(p, rs::direction::backward, 2));
+      // A workspace changes nothing: the row is read once.
+      const auto w =
+          rs::plan_for(rs::direction::backward, 883, cols, 2, {8, shifted}, h200, true);
+      EXPECT_EQ(w.algo, algorithm::streaming);
+      EXPECT_EQ(w.cluster_size, p.cluster_size);
+    }
+  // Rows of 9, 10 and 13-16 CTAs, aligned or not, take clusters: the one-window boundaries of 9,
+  // 11 and 13 CTAs, 151936 (10) and 15 CTAs of which the last holds one window.
+  const std::pair<std::int64_t, bool> clustered[] = {
+      {8 * cta + 1, true},     {9 * cta, false},   {9 * cta - 7, true},  {9 * cta + 1, false},
+      {151936, false},         {10 * cta, false},  {10 * cta - 7, true}, {12 * cta + 1, false},
+      {12 * cta - 6, true},    {15 * cta, false},  {14 * cta + 1, true}, {15 * cta + 1, false},
+      {std::int64_t{262144}, false}};
+  for (auto [cols, shifted] : clustered) {
+    const auto p = bwd(883, cols, shifted);
+    SCOPED_TRACE("cols=" + std::to_string(cols) + " shifted=" + std::to_string(shifted) + " " +
+                 rs::to_string(p));
+    EXPECT_EQ(p.algo, algorithm::cluster);
+    EXPECT_EQ(p.cluster_size, rs::detail::ceil_div(cols + (shifted ? 7 : 0), cta));
+    EXPECT_EQ(p.threads_per_cta, 256);
   }
-  // Rows of 9 CTAs stream where they are misaligned.
-  for (std::int64_t cols : {8 * cta + 1, std::int64_t{140001}}) {
-    const auto p = rs::plan_for(rs::direction::backward, 883, cols, 2, {8, true}, h200);
-    SCOPED_TRACE("cols=" + std::to_string(cols) + " " + rs::to_string(p));
-    EXPECT_EQ(p.algo, algorithm::streaming);
-    EXPECT_EQ(p.cluster_size, 5);
-    EXPECT_TRUE(rs::detail::reads_once(p, rs::direction::backward, 2));
-    EXPECT_EQ(bwd(883, cols).algo, algorithm::cluster);  // aligned
-    EXPECT_EQ(bwd(883, cols).cluster_size, 9);
-  }
-  EXPECT_EQ(rs::plan_for(rs::direction::backward, 883, 8 * cta - 7, 2, {8, true}, h200).algo,
-            algorithm::cluster);
-  EXPECT_EQ(bwd(883, 15 * cta + 1).algo, algorithm::cluster);
-  EXPECT_EQ(bwd(883, 262144).cluster_size, 16);
   // The rule counts CTAs of 256 threads: 11 narrow CTAs (128 threads) stay a cluster.
   EXPECT_EQ(bwd(883, 90000).algo, algorithm::cluster);
   EXPECT_EQ(bwd(883, 90000).cluster_size, 11);
   EXPECT_EQ(bwd(883, 90000).threads_per_cta, 128);
   // A few rows (no more CTAs than SMs) keep the cluster's CTAs; so do fp32 rows and forward.
-  EXPECT_EQ(bwd(8, 151936).algo, algorithm::cluster);
-  EXPECT_EQ(bwd(8, 151936).cluster_size, 10);
-  EXPECT_EQ(bwd(883, 11 * 8192, 4).algo, algorithm::cluster);
-  EXPECT_EQ(bwd(883, 11 * 8192, 4).cluster_size, 11);
+  EXPECT_EQ(bwd(8, 11 * cta).algo, algorithm::cluster);
+  EXPECT_EQ(bwd(8, 11 * cta).cluster_size, 11);
+  EXPECT_EQ(bwd(883, 11 * 8192, false, 4).algo, algorithm::cluster);
+  EXPECT_EQ(bwd(883, 11 * 8192, false, 4).cluster_size, 11);
   EXPECT_EQ(rs::plan_for(rs::direction::forward, 883, 151936, 4, {4, false}, h200).algo,
             algorithm::cluster);
 }
@@ -731,8 +737,8 @@ TEST(Plan, Fp32ForwardStagedInMidLaunches) {
 TEST(Plan, ToStringNamesTheTier) {
   const auto p = rs::plan_for(rs::direction::forward, 1, 128256, 4, {4, false}, h200);
   EXPECT_EQ(rs::to_string(p), "cluster x16 cta=256 tpr=256 vec=4x8");
-  const auto q = rs::plan_for(rs::direction::backward, 883, 151936, 2, {8, true}, h200);
-  EXPECT_EQ(rs::to_string(q), "streaming x5 cta=256 tpr=256 vec=8x8 head stash=1");
+  const auto q = rs::plan_for(rs::direction::backward, 883, 180000, 2, {8, true}, h200);
+  EXPECT_EQ(rs::to_string(q), "streaming x6 cta=256 tpr=256 vec=8x8 head stash=1");
   const auto r = rs::plan_for(rs::direction::forward, 883, 151936, 2, {8, true}, h200);
   EXPECT_EQ(rs::to_string(r), "staged x10 cta=256 tpr=256 vec=8x8 head");
 }

@@ -605,8 +605,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// 128 where they leave fewer slots idle), then, forward only, at 256 (also where 128 bytes a
 /// thread would take more than 8 CTAs a row and more CTAs than 3/4 of the SMs in all, or, CTAs of
 /// 128 threads, more than 8 an SM); without clusters, one 512-thread CTA. 16-bit backward rows that
-/// would take 10 to 15 CTAs of 256 threads (9 where misaligned), in launches of more CTAs than
-/// SMs, stream instead (read once, half the CTAs). Longer rows stream in tiles through the fewest
+/// would take 11 or 12 CTAs of 256 threads, in launches of more CTAs than SMs, stream instead
+/// (read once, half the CTAs). Longer rows stream in tiles through the fewest
 /// CTAs of a cluster (or one CTA) that keep the row on chip (registers and a shared-memory stash),
 /// or through as many as allowed, reading the overflow twice; `with_workspace` (the launchers given
 /// a workspace) they are split over many CTAs instead: 16-bit forward rows of which the device
@@ -753,16 +753,18 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     if (max_cluster >= 2 && wide && windows <= capacity(wide_cluster_config, max_cluster))
       return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
                        static_cast<int>(ctas(wide_cluster_config)));
-    // 16-bit backward, rows of 10 to 15 such CTAs (9 where misaligned) in launches of more CTAs
-    // than SMs: streaming through half as many CTAs, each keeping a tile in registers and one in
-    // its stash (read once). On the H200 (bf16, rows of 9..16 x 16384 - 1024 columns) the
-    // clusters of 10-15 ran at 81-92% of copy, the streaming CTAs at 89-94%; at 9 and 16 the
-    // clusters led by 1 point (README, "Tuning notes"), and by 4-5 at 140000 and 146432 columns
-    // (aligned, 9 CTAs); misaligned rows of 9 ran 4-9 points slower than streaming (131073,
-    // 135001, 140001 and 146431 columns: 82-86.5% against 89.4-91.3%; Tuning notes 62).
+    // 16-bit backward, rows of 11 or 12 such CTAs in launches of more CTAs than SMs: streaming
+    // through half as many CTAs, each keeping a tile in registers and one in its stash (read
+    // once). On the H200 (bf16, rows*cols = 2^27, since 9208237 read the ragged windows of both
+    // tensors before placing either; README, "Tuning notes" 64) streaming led at 11 and 12 CTAs
+    // (180216 columns 94.4% of copy against 90.2%, 180225 93 against 90.3, 163841 87.5 against
+    // 86.2; one row of 12 led the other way, 196599 89.9 against 93.4), the clusters at 9, 10
+    // and 13-15 (131073-146431 columns, misaligned, 92.5-97% against 87-90%; 163831 95.8 against
+    // 90.5; 212983 91 against 87.3; 229367-245752 95.5-99% against 89.4-94.6%; 147464, aligned,
+    // 93 against 94).
     const std::int64_t n = ctas(cluster_config);
-    const bool stream = dir == direction::backward && elem_size == 2 &&
-                        (n >= 10 || (n == 9 && layout.shifted)) && n <= 15 && full(n);
+    const bool stream =
+        dir == direction::backward && elem_size == 2 && (n == 11 || n == 12) && full(n);
     if (held && !stream)
       return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(ctas(config)));
   }
