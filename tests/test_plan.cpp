@@ -521,8 +521,7 @@ TEST(Plan, FewForwardRowsTakeTheMost128ThreadCtas) {
 TEST(Plan, SixteenBitBackwardStreamsRowsOfElevenAndTwelveClusterCtas) {
   const auto bwd = [](std::int64_t rows, std::int64_t cols, bool shifted = false,
                       std::size_t elem = 2) {
-    return rs::plan_for(rs::direction::backward, rows, cols, elem, {int(16 / elem), shifted},
-                        h200);
+    return rs::plan_for(rs::direction::backward, rows, cols, elem, {int(16 / elem), shifted}, h200);
   };
   const std::int64_t cta = 16384;  // 16-bit elements a 256-thread CTA holds (128 bytes a thread)
   // Rows of 11 and 12 CTAs (counting the misaligned head's window) stream through half as many.
@@ -537,18 +536,25 @@ TEST(Plan, SixteenBitBackwardStreamsRowsOfElevenAndTwelveClusterCtas) {
       EXPECT_EQ(p.stash_tiles, 1);
       EXPECT_TRUE(rs::detail::reads_once(p, rs::direction::backward, 2));
       // A workspace changes nothing: the row is read once.
-      const auto w =
-          rs::plan_for(rs::direction::backward, 883, cols, 2, {8, shifted}, h200, true);
+      const auto w = rs::plan_for(rs::direction::backward, 883, cols, 2, {8, shifted}, h200, true);
       EXPECT_EQ(w.algo, algorithm::streaming);
       EXPECT_EQ(w.cluster_size, p.cluster_size);
     }
   // Rows of 9, 10 and 13-16 CTAs, aligned or not, take clusters: the one-window boundaries of 9,
   // 11 and 13 CTAs, 151936 (10) and 15 CTAs of which the last holds one window.
-  const std::pair<std::int64_t, bool> clustered[] = {
-      {8 * cta + 1, true},     {9 * cta, false},   {9 * cta - 7, true},  {9 * cta + 1, false},
-      {151936, false},         {10 * cta, false},  {10 * cta - 7, true}, {12 * cta + 1, false},
-      {12 * cta - 6, true},    {15 * cta, false},  {14 * cta + 1, true}, {15 * cta + 1, false},
-      {std::int64_t{262144}, false}};
+  const std::pair<std::int64_t, bool> clustered[] = {{8 * cta + 1, true},
+                                                     {9 * cta, false},
+                                                     {9 * cta - 7, true},
+                                                     {9 * cta + 1, false},
+                                                     {151936, false},
+                                                     {10 * cta, false},
+                                                     {10 * cta - 7, true},
+                                                     {12 * cta + 1, false},
+                                                     {12 * cta - 6, true},
+                                                     {15 * cta, false},
+                                                     {14 * cta + 1, true},
+                                                     {15 * cta + 1, false},
+                                                     {std::int64_t{262144}, false}};
   for (auto [cols, shifted] : clustered) {
     const auto p = bwd(883, cols, shifted);
     SCOPED_TRACE("cols=" + std::to_string(cols) + " shifted=" + std::to_string(shifted) + " " +
