@@ -339,8 +339,8 @@ TYPED_TEST_P(Gpu, LongRowsStream) {
 
 // Plans that only full launches (more CTAs than SMs) choose: fp32 forward rows of more than 8
 // 128-byte CTAs in wide clusters (also in launches of more CTAs than three quarters of the SMs),
-// 16-bit backward rows of 10..15 cluster CTAs streamed through half as many (one stashed tile
-// each); 16-bit forward rows are staged (10..15 CTAs here).
+// 16-bit backward rows of 11 or 12 cluster CTAs streamed through half as many (one stashed tile
+// each), of 10 and 15 kept in clusters; 16-bit forward rows are staged (10..15 CTAs here).
 // 17 rows, every layout.
 TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
   using T = TypeParam;
@@ -354,9 +354,13 @@ TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
         plan_for<T>(direction::backward, 17, 9 * cta + 1, {int(16 / sizeof(T)), false}, limits);
     EXPECT_EQ(f.algo, sizeof(T) == 2 ? algorithm::staged : algorithm::cluster) << to_string(f);
     EXPECT_EQ(f.cluster_size, sizeof(T) == 2 ? 10 : 5) << to_string(f);
-    EXPECT_EQ(b.algo, sizeof(T) == 2 ? algorithm::streaming : algorithm::cluster) << to_string(b);
+    EXPECT_EQ(b.algo, algorithm::cluster) << to_string(b);
+    const plan b11 =
+        plan_for<T>(direction::backward, 17, 10 * cta + 1, {int(16 / sizeof(T)), true}, limits);
+    EXPECT_EQ(b11.algo, sizeof(T) == 2 ? algorithm::streaming : algorithm::cluster)
+        << to_string(b11);
   }
-  for (std::int64_t cols : {9 * cta + 1, 12 * cta - 5, 15 * cta})
+  for (std::int64_t cols : {9 * cta + 1, 10 * cta + 1, 12 * cta - 5, 15 * cta})
     for (shape s : layouts<T>(17, cols)) {
       check_forward<T>(s, seed_of(cols, s.out_offset, 21));
       check_backward<T>(s, seed_of(cols, s.out_offset, 22));
