@@ -175,9 +175,16 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   std::size_t ws_bytes = static_cast<std::size_t>(pl.workspace_bytes);
   void* ws = nullptr;
   if (ws_bytes > 0) check(cudaMalloc(&ws, ws_bytes), "workspace");
-  if (forced.config >= 0)
+  if (forced.config >= 0) {
     pl = detail::make_plan(forced.config, {pl.vec, pl.shifted}, rows, pl.windows, sizeof(T),
                            forced.cluster);
+    // Streaming CTAs stash what the planner's of that size would.
+    if (detail::kernel_configs[forced.config].algo == algorithm::streaming) {
+      device_limits limits;
+      check(current_device_limits(&limits), "device limits");
+      pl.stash_tiles = detail::streaming_stash_tiles(dir, pl, sizeof(T), limits);
+    }
+  }
   const detail::tensor_arg fwd_t[] = {{a, cols, false}, {b, cols, true}};
   const detail::tensor_arg bwd_t[] = {{a, cols, false}, {b, cols, false}, {c, cols, true}};
   const auto launch = [&] {
@@ -246,7 +253,8 @@ void register_timed(std::string const& name, F&& body) {
 /// "dir:dtype:rows:cols:config[:cluster]" (dir fwd or bwd; config -1: the planned call; not the
 /// split configurations, which need a workspace),
 /// separated by spaces or commas, each registered as
-/// "probe/<direction>/<dtype>/rows:R/cols:C/config:CxN" and run through that configuration, so
+/// "probe/<direction>/<dtype>/rows:R/cols:C/config:CxN" and run through that configuration
+/// (streaming ones with the stash the planner gives that many CTAs), so
 /// that configurations the planner does not pick can be timed without a rebuild. Malformed
 /// entries are reported and skipped.
 template <class T>

@@ -443,6 +443,20 @@ constexpr int stashed_tiles(std::int64_t share, int in_registers, int capacity) 
   return static_cast<int>(rest < 0 ? 0 : rest < capacity ? rest : capacity);
 }
 
+/// Tiles each CTA of the streaming plan `p` (its configuration and cluster size) stashes: its
+/// share of the row's tiles but the one it keeps in registers, within its shared memory;
+/// backward only: forward gained nothing from stashes on the H200 (fp32 151936: 89% of copy with
+/// and without; 2^24: 46% with, 55% without; README, "Tuning notes").
+constexpr int streaming_stash_tiles(direction dir, plan const& p, std::size_t elem_size,
+                                    device_limits const& limits) noexcept {
+  if (dir != direction::backward) return 0;
+  kernel_config const& c = kernel_configs[p.config];
+  const int tensors = tensors_of(dir);
+  return stashed_tiles(ceil_div(row_tiles(p), p.cluster_size),
+                       keeps_last_tile(c, tensors, elem_size) ? 1 : 0,
+                       stash_capacity(c, tensors, elem_size, limits));
+}
+
 /// The streaming plan for rows of `windows` windows: the fewest CTAs (up to `max_cluster`, a
 /// cluster where more than one) whose shares of the row's tiles fit their registers and one
 /// stashed tile, so the row is read once; rows longer than that take `max_cluster` CTAs (none
@@ -455,8 +469,7 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
                                    device_limits const& limits, int max_cluster) noexcept {
   kernel_config const& c = kernel_configs[streaming_cluster_config];
   const int tensors = tensors_of(dir);
-  // Backward only: forward gained nothing from stashes on the H200 (fp32 151936: 89% of copy
-  // with and without; 2^24: 46% with, 55% without; README, "Tuning notes").
+  // Backward only (streaming_stash_tiles).
   const int stash = dir == direction::backward ? stash_capacity(c, tensors, elem_size, limits) : 0;
   const int in_registers = keeps_last_tile(c, tensors, elem_size) ? 1 : 0;
   const int quick = (stash < 1 ? stash : 1) + in_registers;  // tiles of a read-once share
@@ -469,7 +482,7 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
   plan p = n < 2 ? make_plan(streaming_config, layout, rows, windows, elem_size)
                  : make_plan(streaming_cluster_config, layout, rows, windows, elem_size,
                              static_cast<int>(n));
-  p.stash_tiles = stashed_tiles(ceil_div(tiles, n), in_registers, stash);
+  p.stash_tiles = streaming_stash_tiles(dir, p, elem_size, limits);
   return p;
 }
 
