@@ -180,8 +180,10 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
                            forced.cluster);
     // Streaming CTAs stash what the planner's of that size would.
     if (detail::kernel_configs[forced.config].algo == algorithm::streaming) {
+      int device = 0;
+      check(cudaGetDevice(&device), "device");
       device_limits limits;
-      check(current_device_limits(&limits), "device limits");
+      check(query_device_limits(device, &limits), "device limits");
       pl.stash_tiles = detail::streaming_stash_tiles(dir, pl, sizeof(T), limits);
     }
   }
