@@ -768,13 +768,13 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
                        static_cast<int>(ctas(wide_cluster_config)));
     // 16-bit backward, rows of 11 or 12 such CTAs in launches of more CTAs than SMs: streaming
     // through half as many CTAs, each keeping a tile in registers and one in its stash (read
-    // once). On the H200 (bf16, rows*cols = 2^27, since 9208237 read the ragged windows of both
-    // tensors before placing either; README, "Tuning notes" 64) streaming led at 11 and 12 CTAs
-    // (180216 columns 94.4% of copy against 90.2%, 180225 93 against 90.3, 163841 87.5 against
-    // 86.2; one row of 12 led the other way, 196599 89.9 against 93.4), the clusters at 9, 10
-    // and 13-15 (131073-146431 columns, misaligned, 92.5-97% against 87-90%; 163831 95.8 against
-    // 90.5; 212983 91 against 87.3; 229367-245752 95.5-99% against 89.4-94.6%; 147464, aligned,
-    // 93 against 94).
+    // once). On the H200 (bf16, rows*cols = 2^27, the kernels of 9208237, whose clusters read
+    // misaligned rows as fast as aligned ones; README, "Tuning notes" 64) streaming led at 11 and
+    // 12 CTAs (180216 columns 94.5% of copy against 90.2%, 180225 93.0 against 90.3, 163841 87.6
+    // against 86.2; one row of 12 led the other way, 196599 89.1 against 93.4), the clusters at
+    // 9, 10 and 13-15 (131073-146431 columns, misaligned, 92.6-96.2% against 87.3-89.6%; 163831
+    // 95.8 against 90.6; 212983 91.1 against 87.3; 229367-245752 95.5-99% against 89.4-94.6%;
+    // 147464, aligned, 93.0 against 94.0).
     const std::int64_t n = ctas(cluster_config);
     const bool stream =
         dir == direction::backward && elem_size == 2 && (n == 11 || n == 12) && full(n);
