@@ -153,6 +153,7 @@ inline const char* dtype_name<__nv_bfloat16>() {
 struct forced_config {
   int config = -1;  ///< -1: none
   int cluster = 1;
+  int stash = -1;  ///< streaming: tiles a CTA stashes; -1: what the planner's of that size would
 };
 
 /// One benchmark: forward (2 tensors moved) or backward (3) of rows x cols; `workspace`: the
@@ -178,8 +179,10 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   if (forced.config >= 0) {
     pl = detail::make_plan(forced.config, {pl.vec, pl.shifted}, rows, pl.windows, sizeof(T),
                            forced.cluster);
-    // Streaming CTAs stash what the planner's of that size would.
-    if (detail::kernel_configs[forced.config].algo == algorithm::streaming) {
+    // Streaming CTAs stash what the planner's of that size would, or `forced.stash`.
+    if (detail::kernel_configs[forced.config].algo == algorithm::streaming && forced.stash >= 0) {
+      pl.stash_tiles = forced.stash;
+    } else if (detail::kernel_configs[forced.config].algo == algorithm::streaming) {
       int device = 0;
       check(cudaGetDevice(&device), "device");
       device_limits limits;
@@ -252,11 +255,13 @@ void register_timed(std::string const& name, F&& body) {
 }
 
 /// Tuning probes, from the environment: ROWSOFTMAX_BENCH_PROBE holds entries
-/// "dir:dtype:rows:cols:config[:cluster]" (dir fwd or bwd; config -1: the planned call; not the
-/// split configurations, which need a workspace),
+/// "dir:dtype:rows:cols:config[:cluster[:stash]]" (dir fwd or bwd; config -1: the planned call,
+/// -2: the planned call given a workspace; not the split configurations, which need one; stash:
+/// the tiles a streaming CTA keeps in shared memory, by default what the planner gives that many
+/// CTAs),
 /// separated by spaces or commas, each registered as
-/// "probe/<direction>/<dtype>/rows:R/cols:C/config:CxN" and run through that configuration
-/// (streaming ones with the stash the planner gives that many CTAs), so
+/// "probe/<direction>/<dtype>/rows:R/cols:C/config:CxN[/stash:S]" and run through that
+/// configuration, so
 /// that configurations the planner does not pick can be timed without a rebuild. Malformed
 /// entries are reported and skipped.
 template <class T>
@@ -274,12 +279,14 @@ void register_probes() {
     if (entry.empty()) continue;
     char dir[8] = {}, dtype[8] = {};
     long long rows = 0, cols = 0;
-    int config = -1, cluster = 1;
-    const int n = std::sscanf(entry.c_str(), "%7[a-z]:%7[a-z0-9]:%lld:%lld:%d:%d", dir, dtype,
-                              &rows, &cols, &config, &cluster);
+    int config = -1, cluster = 1, stash = -1;
+    const int n = std::sscanf(entry.c_str(), "%7[a-z]:%7[a-z0-9]:%lld:%lld:%d:%d:%d", dir, dtype,
+                              &rows, &cols, &config, &cluster, &stash);
     const bool fwd = std::string(dir) == "fwd", bwd = std::string(dir) == "bwd";
-    if (n < 5 || !(fwd || bwd) || rows < 1 || cols < 1 || config < -1 ||
-        config >= detail::num_kernel_configs || cluster < 1 ||
+    if (n < 5 || !(fwd || bwd) || rows < 1 || cols < 1 || config < -2 ||
+        config >= detail::num_kernel_configs || cluster < 1 || stash < -1 ||
+        (stash >= 0 &&
+         (config < 0 || detail::kernel_configs[config].algo != algorithm::streaming)) ||
         (config >= 0 && detail::splits(detail::kernel_configs[config])) ||
         rows * cols * static_cast<long long>(sizeof(T)) > static_cast<long long>(pool::bytes)) {
       std::fprintf(stderr, "ROWSOFTMAX_BENCH_PROBE: skipped '%s'\n", entry.c_str());
@@ -287,13 +294,15 @@ void register_probes() {
     }
     if (std::string(dtype) != dtype_name<T>()) continue;
     const direction d = fwd ? direction::forward : direction::backward;
-    const forced_config forced{config, config < 0 ? 1 : cluster};
+    const forced_config forced{config < 0 ? -1 : config, config < 0 ? 1 : cluster, stash};
     const std::string name = std::string("probe/") + (fwd ? "forward/" : "backward/") +
                              dtype_name<T>() + "/rows:" + std::to_string(rows) +
                              "/cols:" + std::to_string(cols) + "/config:" + std::to_string(config) +
-                             "x" + std::to_string(forced.cluster);
-    register_timed(
-        name, [=](benchmark::State& s) { softmax_benchmark<T>(s, name, d, rows, cols, forced); });
+                             "x" + std::to_string(forced.cluster) +
+                             (stash >= 0 ? "/stash:" + std::to_string(stash) : std::string());
+    register_timed(name, [=](benchmark::State& s) {
+      softmax_benchmark<T>(s, name, d, rows, cols, forced, config == -2);
+    });
   }
 }
 

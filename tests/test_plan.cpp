@@ -380,11 +380,12 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 151936).cluster_size, 10);
     EXPECT_EQ(fwd(elem, 8192 * n).algo, algorithm::cluster);
     EXPECT_EQ(fwd(elem, 8192 * n).cluster_size, 16);
-    // Then streaming in tiles of 256 threads x 128 bytes, forward without a stash: 33 tiles
-    // over 16 CTAs.
+    // Then streaming in tiles of 256 threads x 128 bytes: 33 tiles over 16 CTAs, each keeping
+    // one tile in registers and, forward, at most one in shared memory.
     EXPECT_EQ(fwd(elem, 8192 * n + 1).algo, algorithm::streaming);
     EXPECT_EQ(fwd(elem, 8192 * n + 1).cluster_size, 16);
-    EXPECT_EQ(fwd(elem, 8192 * n + 1).stash_tiles, 0);
+    EXPECT_EQ(fwd(elem, 8192 * n + 1).stash_tiles, 1);
+    EXPECT_EQ(fwd(elem, 65536 * n).stash_tiles, 1);  // 256 tiles, 16 a CTA
     // Without size-16 clusters: up to 8, then streaming through clusters of up to 8.
     EXPECT_EQ(fwd(elem, 2048 * n, hopper_portable).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 2048 * n, hopper_portable).vecs_per_thread *
@@ -415,13 +416,15 @@ TEST(Plan, ScalarFallbackStreamsLongRowsThroughClustersOnlyWhenTheyHaveWork) {
     return rs::plan_for(rs::direction::forward, 3, cols, 2, {1, false}, h200);
   };
   // Scalar slots: 32 elements per thread, up to 256 threads; beyond, tiles of 8192 elements,
-  // one a CTA (forward keeps no stash).
+  // one a CTA (16-bit forward keeps none in registers: a CTA stashes its tile in shared memory,
+  // at most one, and reads the others twice).
   EXPECT_EQ(p(8192).algo, algorithm::registers);
   EXPECT_EQ(p(8193).algo, algorithm::streaming);
   EXPECT_EQ(p(8193).cluster_size, 2);        // two tiles
   EXPECT_EQ(p(8192 * 9).cluster_size, 9);    // nine tiles
   EXPECT_EQ(p(8192 * 17).cluster_size, 16);  // seventeen tiles
-  EXPECT_EQ(p(8192 * 17).stash_tiles, 0);
+  EXPECT_EQ(p(8192 * 9).stash_tiles, 1);
+  EXPECT_EQ(p(8192 * 17).stash_tiles, 1);  // two tiles a CTA, one read twice
   // Backward keeps one tile in shared memory and one in registers: 17 tiles over 9 CTAs.
   const auto b = rs::plan_for(rs::direction::backward, 3, 8192 * 17, 2, {1, false}, h200);
   EXPECT_EQ(b.cluster_size, 9);
@@ -995,10 +998,12 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
             EXPECT_LE(per_cta * per_sm, d.shared_bytes_per_sm);
             EXPECT_LE(per_cta, d.shared_bytes_per_cta);
             const int most = d.compute_capability >= 90 ? d.max_cluster_size : 1;
-            const int capacity = dir == rs::direction::backward
-                                     ? rs::detail::stash_capacity(k, tensors, elem, d)
-                                     : 0;  // forward streams without a stash
-            const int quick = std::min(capacity, 1) + in_registers;
+            // Forward CTAs stash at most one tile, and only what their registers do not hold:
+            // as many CTAs as without a stash.
+            const int full = rs::detail::stash_capacity(k, tensors, elem, d);
+            const int capacity = dir == rs::direction::backward ? full : std::min(full, 1);
+            const int quick =
+                (dir == rs::direction::backward ? std::min(capacity, 1) : 0) + in_registers;
             if (share <= quick) {
               // The fewest CTAs that keep the row on chip with at most one stashed tile each.
               EXPECT_TRUE(rs::detail::reads_once(p, dir, elem));

@@ -443,24 +443,32 @@ constexpr int stashed_tiles(std::int64_t share, int in_registers, int capacity) 
   return static_cast<int>(rest < 0 ? 0 : rest < capacity ? rest : capacity);
 }
 
+/// Tiles a streaming CTA of configuration `c` may stash: what its shared memory holds
+/// (stash_capacity), forward at most one. On the H200 (README, "Tuning notes" 65) forward CTAs
+/// of one stashed tile read rows longer than 16 CTAs hold 0-7 points faster than without a
+/// stash (fp32 327680 columns: 86.4% of copy against 79.2%; bf16 786432: 75.8% against 70.9%;
+/// 2^24 even), and of two slower than of one (fp32 327680: 82.4%; 262143: 77.6% against 87.5%).
+constexpr int streaming_stash_capacity(kernel_config const& c, direction dir, std::size_t elem_size,
+                                       device_limits const& limits) noexcept {
+  const int capacity = stash_capacity(c, tensors_of(dir), elem_size, limits);
+  return dir == direction::forward && capacity > 1 ? 1 : capacity;
+}
+
 /// Tiles each CTA of the streaming plan `p` (its configuration and cluster size) stashes: its
-/// share of the row's tiles but the one it keeps in registers, within its shared memory;
-/// backward only: forward gained nothing from stashes on the H200 (fp32 151936: 89% of copy with
-/// and without; 2^24: 46% with, 55% without; README, "Tuning notes").
+/// share of the row's tiles but the one it keeps in registers, within streaming_stash_capacity.
 constexpr int streaming_stash_tiles(direction dir, plan const& p, std::size_t elem_size,
                                     device_limits const& limits) noexcept {
-  if (dir != direction::backward) return 0;
   kernel_config const& c = kernel_configs[p.config];
-  const int tensors = tensors_of(dir);
   return stashed_tiles(ceil_div(row_tiles(p), p.cluster_size),
-                       keeps_last_tile(c, tensors, elem_size) ? 1 : 0,
-                       stash_capacity(c, tensors, elem_size, limits));
+                       keeps_last_tile(c, tensors_of(dir), elem_size) ? 1 : 0,
+                       streaming_stash_capacity(c, dir, elem_size, limits));
 }
 
 /// The streaming plan for rows of `windows` windows: the fewest CTAs (up to `max_cluster`, a
-/// cluster where more than one) whose shares of the row's tiles fit their registers and one
-/// stashed tile, so the row is read once; rows longer than that take `max_cluster` CTAs (none
-/// without a tile) with their whole stashes, reading what they do not hold twice. A CTA's tiles
+/// cluster where more than one) whose shares of the row's tiles fit their registers and
+/// (backward) one stashed tile, so the row is read once; rows longer than that take
+/// `max_cluster` CTAs (none without a tile) with their stashes (streaming_stash_tiles), reading
+/// what they do not hold twice. A CTA's tiles
 /// are read one after the other (each tile's loads wait for the previous tile's fold), so
 /// shares of two tiles beat three: fp32 at 262144 columns ran at 84% of copy in 11 CTAs of 3
 /// tiles, 91% in 16 of 2 (README, "Tuning notes").
@@ -469,10 +477,12 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
                                    device_limits const& limits, int max_cluster) noexcept {
   kernel_config const& c = kernel_configs[streaming_cluster_config];
   const int tensors = tensors_of(dir);
-  // Backward only (streaming_stash_tiles).
-  const int stash = dir == direction::backward ? stash_capacity(c, tensors, elem_size, limits) : 0;
   const int in_registers = keeps_last_tile(c, tensors, elem_size) ? 1 : 0;
-  const int quick = (stash < 1 ? stash : 1) + in_registers;  // tiles of a read-once share
+  // Tiles of a read-once share: backward a stashed one too (half the CTAs); forward CTAs stash
+  // only what they would otherwise read twice, as many CTAs as without a stash.
+  const int quick =
+      (dir == direction::backward && stash_capacity(c, tensors, elem_size, limits) >= 1 ? 1 : 0) +
+      in_registers;
   const std::int64_t tiles =
       row_tiles(make_plan(streaming_config, layout, rows, windows, elem_size));
   std::int64_t n = quick > 0 ? ceil_div(tiles, quick) : tiles;
