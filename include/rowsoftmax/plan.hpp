@@ -589,6 +589,19 @@ constexpr bool reads_once(plan const& p, direction dir, std::size_t elem_size) n
              (keeps_last_tile(kernel_configs[p.config], tensors_of(dir), elem_size) ? 1 : 0);
 }
 
+/// Tiles of a row that the CTAs of the streaming plan `p` read twice: those of each CTA's share
+/// (shares differ by at most one tile) beyond the tile it keeps in registers (keeps_last_tile)
+/// and its stash.
+constexpr std::int64_t streamed_twice_tiles(plan const& p, direction dir,
+                                            std::size_t elem_size) noexcept {
+  const std::int64_t tiles = row_tiles(p), n = p.cluster_size;
+  const std::int64_t held =
+      p.stash_tiles +
+      (keeps_last_tile(kernel_configs[p.config], tensors_of(dir), elem_size) ? 1 : 0);
+  const std::int64_t q = tiles / n, r = tiles % n;
+  return r * (q + 1 > held ? q + 1 - held : 0) + (n - r) * (q > held ? q - held : 0);
+}
+
 /// Whether plan `p` can run its rows: a known configuration, a cluster within 16, groups (split,
 /// staged split) that match the grid, and (but for streaming and split) the row within its
 /// threads' slots (staged split: of its split CTAs).
@@ -632,12 +645,13 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// (read once, half the CTAs). Longer rows stream in tiles through the fewest
 /// CTAs of a cluster (or one CTA) that keep the row on chip (registers and a shared-memory stash),
 /// or through as many as allowed, reading the overflow twice; `with_workspace` (the launchers given
-/// a workspace) they are split over many CTAs instead: 16-bit forward rows of which the device
-/// holds four in shared memory staged (see `algorithm::staged_split`, sm_90), other rows with their
-/// tiles in registers and stashes (see `algorithm::split`). The scalar fallback (`layout.vec == 1`,
-/// 32 elements a thread of any type) has the one-CTA configurations and streams beyond (or splits,
-/// given a workspace). Streaming and split size their stashes and groups by the direction's
-/// tensors.
+/// a workspace) they are split over many CTAs instead (but forward rows of which streaming
+/// reads at most a quarter twice, see streamed_twice_tiles): 16-bit forward rows of which the
+/// device holds four in shared memory staged (see `algorithm::staged_split`, sm_90), other rows
+/// with their tiles in registers and stashes (see `algorithm::split`). The scalar fallback
+/// (`layout.vec == 1`, 32 elements a thread of any type) has the one-CTA configurations and streams
+/// beyond (or splits, given a workspace). Streaming and split size their stashes and groups by the
+/// direction's tensors.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
                         row_layout layout, device_limits const& limits,
@@ -797,10 +811,17 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // memory (H200, rows*cols = 2^27: 2^20 columns at 72-73% of copy, against 68% split and 65-67%
   // streaming), else split (fp32 forward 600000 to 3M columns: 70-79% against the staged split's
   // 65-73%; 16-bit forward 2^23 and 2^24 columns: 66.5% and 65% against streaming's 55% and 46%;
-  // README, "Tuning notes").
+  // README, "Tuning notes"). But forward rows of which streaming reads at most a quarter twice
+  // stream: on the H200 (README, "Tuning notes" 65) fp32 262145 columns (one tile of 33 read
+  // twice) ran at 85% of copy streamed against 73% split, 327680 (8 of 40) at 86% against 80%;
+  // 524288 (32 of 64) at 78% either way, 2^20 at 67% against 78%.
   const plan streaming =
       make_streaming_plan(dir, layout, rows, windows, elem_size, limits, max_cluster);
-  if (with_workspace && !reads_once(streaming, dir, elem_size)) {
+  const bool streams =
+      reads_once(streaming, dir, elem_size) ||
+      (dir == direction::forward &&
+       4 * streamed_twice_tiles(streaming, dir, elem_size) <= row_tiles(streaming));
+  if (with_workspace && !streams) {
     if (dir == direction::forward && elem_size == 2 && vec > 1 && limits.compute_capability >= 90) {
       const plan p = make_staged_split_plan(layout, rows, windows, elem_size, limits);
       if (p.split_ctas >= 2) return p;
