@@ -646,7 +646,7 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// CTAs of a cluster (or one CTA) that keep the row on chip (registers and a shared-memory stash),
 /// or through as many as allowed, reading the overflow twice; `with_workspace` (the launchers given
 /// a workspace) they are split over many CTAs instead (but forward rows of which streaming
-/// reads at most a quarter twice, see streamed_twice_tiles): 16-bit forward rows of which the
+/// reads less than half twice, see streamed_twice_tiles): 16-bit forward rows of which the
 /// device holds four in shared memory staged (see `algorithm::staged_split`, sm_90), other rows
 /// with their tiles in registers and stashes (see `algorithm::split`). The scalar fallback
 /// (`layout.vec == 1`, 32 elements a thread of any type) has the one-CTA configurations and streams
@@ -811,16 +811,16 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // memory (H200, rows*cols = 2^27: 2^20 columns at 72-73% of copy, against 68% split and 65-67%
   // streaming), else split (fp32 forward 600000 to 3M columns: 70-79% against the staged split's
   // 65-73%; 16-bit forward 2^23 and 2^24 columns: 66.5% and 65% against streaming's 55% and 46%;
-  // README, "Tuning notes"). But forward rows of which streaming reads at most a quarter twice
+  // README, "Tuning notes"). But forward rows of which streaming reads less than half twice
   // stream: on the H200 (README, "Tuning notes" 65) fp32 262145 columns (one tile of 33 read
-  // twice) ran at 85% of copy streamed against 73% split, 327680 (8 of 40) at 86% against 80%;
-  // 524288 (32 of 64) at 78% either way, 2^20 at 67% against 78%.
+  // twice) ran at 85% of copy streamed against 73% split, 327680 (8 of 40) at 86% against 80%,
+  // 360448 (12 of 44) at 87% against 81%; 524288 (32 of 64) at 78% either way, 2^20 at 66-67%
+  // against 78%.
   const plan streaming =
       make_streaming_plan(dir, layout, rows, windows, elem_size, limits, max_cluster);
-  const bool streams =
-      reads_once(streaming, dir, elem_size) ||
-      (dir == direction::forward &&
-       4 * streamed_twice_tiles(streaming, dir, elem_size) <= row_tiles(streaming));
+  const bool streams = reads_once(streaming, dir, elem_size) ||
+                       (dir == direction::forward &&
+                        2 * streamed_twice_tiles(streaming, dir, elem_size) < row_tiles(streaming));
   if (with_workspace && !streams) {
     if (dir == direction::forward && elem_size == 2 && vec > 1 && limits.compute_capability >= 90) {
       const plan p = make_staged_split_plan(layout, rows, windows, elem_size, limits);
