@@ -874,11 +874,12 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
               EXPECT_GT(cols, 198 * 32768 / static_cast<std::int64_t>(elem));
             }
           }
-          // Streaming that reads the row once, or forward less than half of its tiles twice
-          // (fp32 from 262145 columns, 33 tiles over 16 CTAs of 2 held), takes no workspace.
+          // Streaming that reads the row once, or forward little of it twice (fp32 from 262145
+          // columns, 33 tiles over 16 CTAs of 2 held; ForwardRowsStreamedMostlyOnChip...), takes
+          // no workspace.
           const std::int64_t twice = rs::detail::streamed_twice_tiles(s, dir, elem);
           EXPECT_EQ(twice == 0, rs::detail::reads_once(s, dir, elem));
-          if (twice == 0 || (fwd && 2 * twice < rs::detail::row_tiles(s))) {
+          if (twice == 0 || (fwd && rs::detail::streams_partly_twice(s, rows, elem, h200))) {
             EXPECT_EQ(p.config, s.config);
             EXPECT_EQ(p.cluster_size, s.cluster_size);
             EXPECT_EQ(p.workspace_bytes, 0);
@@ -979,24 +980,28 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
 
 TEST(Plan, ForwardRowsStreamedMostlyOnChipTakeNoWorkspace) {
   // fp32 forward rows beyond 16 wide cluster CTAs stream through 16 CTAs, each keeping a tile in
-  // registers and one stashed; given a workspace, they stay streamed while less than half of
-  // their tiles (8192 columns each) are read twice, and are split beyond.
-  const auto fwd = [](std::int64_t cols, bool workspace) {
-    return rs::plan_for(rs::direction::forward, 512, cols, 4, {4, false}, h200, workspace);
+  // registers and one stashed; given a workspace, they stay streamed where one of their tiles
+  // (8192 columns each) is read twice, or at most three eighths of them and the launch fills
+  // eight waves of 3 CTAs an SM (198 rows of 16 CTAs on 132 SMs), and are split otherwise.
+  const auto fwd = [](std::int64_t rows, std::int64_t cols, bool workspace) {
+    return rs::plan_for(rs::direction::forward, rows, cols, 4, {4, false}, h200, workspace);
   };
-  for (std::int64_t tiles : {33, 40, 44, 63, 64, 128}) {
-    const std::int64_t cols = 8192 * tiles;
-    const auto s = fwd(cols, false), w = fwd(cols, true);
-    SCOPED_TRACE(std::to_string(cols) + ": " + rs::to_string(s) + " / " + rs::to_string(w));
-    EXPECT_EQ(s.algo, algorithm::streaming);
-    EXPECT_EQ(s.cluster_size, 16);
-    EXPECT_EQ(s.stash_tiles, 1);
-    EXPECT_EQ(rs::detail::streamed_twice_tiles(s, rs::direction::forward, 4), tiles - 32);
-    EXPECT_EQ(w.algo, tiles < 64 ? algorithm::streaming : algorithm::split);
-    EXPECT_EQ(w.workspace_bytes == 0, tiles < 64);
-  }
+  for (std::int64_t tiles : {33, 34, 40, 44, 48, 51, 52, 56, 63, 64, 128})
+    for (std::int64_t rows : {1, 64, 197, 198, 512}) {
+      const std::int64_t cols = 8192 * tiles;
+      const auto s = fwd(rows, cols, false), w = fwd(rows, cols, true);
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + ": " + rs::to_string(s) +
+                   " / " + rs::to_string(w));
+      EXPECT_EQ(s.algo, algorithm::streaming);
+      EXPECT_EQ(s.cluster_size, 16);
+      EXPECT_EQ(s.stash_tiles, 1);
+      EXPECT_EQ(rs::detail::streamed_twice_tiles(s, rs::direction::forward, 4), tiles - 32);
+      const bool streams = tiles == 33 || (tiles <= 51 && rows >= 198);
+      EXPECT_EQ(w.algo, streams ? algorithm::streaming : algorithm::split);
+      EXPECT_EQ(w.workspace_bytes == 0, streams);
+    }
   // One window more than 32 tiles, misaligned (262143 columns): one tile read twice.
-  const auto m = rs::plan_for(rs::direction::forward, 512, 262143, 4, {4, true}, h200, true);
+  const auto m = rs::plan_for(rs::direction::forward, 8, 262143, 4, {4, true}, h200, true);
   EXPECT_EQ(m.algo, algorithm::streaming);
   EXPECT_EQ(rs::detail::streamed_twice_tiles(m, rs::direction::forward, 4), 1);
   // Backward rows that streaming does not read once are split, as before.

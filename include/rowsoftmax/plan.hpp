@@ -602,6 +602,24 @@ constexpr std::int64_t streamed_twice_tiles(plan const& p, direction dir,
   return r * (q + 1 > held ? q + 1 - held : 0) + (n - r) * (q > held ? q - held : 0);
 }
 
+/// Whether `rows` forward rows that the streaming plan `p` reads partly twice run streamed
+/// rather than split, given a workspace: where one tile of a row is read twice, or at most three
+/// eighths of its tiles and the launch fills at least eight waves of the CTAs an SM holds. On the
+/// H200 (fp32, 16 CTAs of 2 tiles held; README, "Tuning notes" 65) 262145 columns (1 tile of 33
+/// read twice) ran streamed at 63-86% of copy against 57-74% split at 64-511 rows; 327680-393216
+/// columns (8-16 of 40-48) at 256-409 rows 2.5-6 points faster streamed, at 192 rows within 2.6,
+/// at 16-128 rows (fewer than six waves) split 1.5-5 points faster back to back; 458752 and 491520
+/// (24 of 56, 28 of 60) within 0.7 either way, 516096 (31 of 63) 1.3-2.1 points slower.
+constexpr bool streams_partly_twice(plan const& p, std::int64_t rows, std::size_t elem_size,
+                                    device_limits const& limits) noexcept {
+  const std::int64_t twice = streamed_twice_tiles(p, direction::forward, elem_size);
+  const std::int64_t waves =
+      rows * p.cluster_size /
+      (std::int64_t{limits.sm_count} *
+       ctas_per_sm(kernel_configs[p.config], tensors_of(direction::forward), elem_size));
+  return twice == 1 || (8 * twice <= 3 * row_tiles(p) && waves >= 8);
+}
+
 /// Whether plan `p` can run its rows: a known configuration, a cluster within 16, groups (split,
 /// staged split) that match the grid, and (but for streaming and split) the row within its
 /// threads' slots (staged split: of its split CTAs).
@@ -646,7 +664,7 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// CTAs of a cluster (or one CTA) that keep the row on chip (registers and a shared-memory stash),
 /// or through as many as allowed, reading the overflow twice; `with_workspace` (the launchers given
 /// a workspace) they are split over many CTAs instead (but forward rows of which streaming
-/// reads less than half twice, see streamed_twice_tiles): 16-bit forward rows of which the
+/// reads little twice, see streams_partly_twice): 16-bit forward rows of which the
 /// device holds four in shared memory staged (see `algorithm::staged_split`, sm_90), other rows
 /// with their tiles in registers and stashes (see `algorithm::split`). The scalar fallback
 /// (`layout.vec == 1`, 32 elements a thread of any type) has the one-CTA configurations and streams
@@ -811,16 +829,16 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // memory (H200, rows*cols = 2^27: 2^20 columns at 72-73% of copy, against 68% split and 65-67%
   // streaming), else split (fp32 forward 600000 to 3M columns: 70-79% against the staged split's
   // 65-73%; 16-bit forward 2^23 and 2^24 columns: 66.5% and 65% against streaming's 55% and 46%;
-  // README, "Tuning notes"). But forward rows of which streaming reads less than half twice
-  // stream: on the H200 (README, "Tuning notes" 65) fp32 262145 columns (one tile of 33 read
-  // twice) ran at 85% of copy streamed against 73% split, 327680 (8 of 40) at 86% against 80%,
-  // 360448 (12 of 44) at 87% against 81%; 524288 (32 of 64) at 78% either way, 2^20 at 66-67%
-  // against 78%.
+  // README, "Tuning notes"). But forward rows of which streaming reads little twice stream
+  // (streams_partly_twice): on the H200 (README, "Tuning notes" 65) fp32 262145 columns (one
+  // tile of 33 read twice) ran at 85% of copy streamed against 73% split, 327680 (8 of 40) at 86%
+  // against 80%, 360448 (12 of 44) at 87% against 81%; 524288 (32 of 64) at 78% either way, 2^20
+  // at 66-67% against 78%.
   const plan streaming =
       make_streaming_plan(dir, layout, rows, windows, elem_size, limits, max_cluster);
-  const bool streams = reads_once(streaming, dir, elem_size) ||
-                       (dir == direction::forward &&
-                        2 * streamed_twice_tiles(streaming, dir, elem_size) < row_tiles(streaming));
+  const bool streams =
+      reads_once(streaming, dir, elem_size) ||
+      (dir == direction::forward && streams_partly_twice(streaming, rows, elem_size, limits));
   if (with_workspace && !streams) {
     if (dir == direction::forward && elem_size == 2 && vec > 1 && limits.compute_capability >= 90) {
       const plan p = make_staged_split_plan(layout, rows, windows, elem_size, limits);
