@@ -830,10 +830,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // streaming), else split (fp32 forward 600000 to 3M columns: 70-79% against the staged split's
   // 65-73%; 16-bit forward 2^23 and 2^24 columns: 66.5% and 65% against streaming's 55% and 46%;
   // README, "Tuning notes"). But forward rows of which streaming reads little twice stream
-  // (streams_partly_twice): on the H200 (README, "Tuning notes" 65) fp32 262145 columns (one
-  // tile of 33 read twice) ran at 85% of copy streamed against 73% split, 327680 (8 of 40) at 86%
-  // against 80%, 360448 (12 of 44) at 87% against 81%; 524288 (32 of 64) at 78% either way, 2^20
-  // at 66-67% against 78%.
+  // (streams_partly_twice; fp32 2^20 columns streamed at 66-67% against 78% split).
   const plan streaming =
       make_streaming_plan(dir, layout, rows, windows, elem_size, limits, max_cluster);
   const bool streams =
