@@ -1007,6 +1007,17 @@ TEST(Plan, ForwardRowsStreamedMostlyOnChipTakeNoWorkspace) {
   // Backward rows that streaming does not read once are split, as before.
   const auto b = rs::plan_for(rs::direction::backward, 512, 8192 * 33, 4, {4, false}, h200, true);
   EXPECT_EQ(b.algo, algorithm::split);
+  // Without clusters, rows streamed through one CTA that reads a tile twice are split.
+  for (std::int64_t rows : {1, 512, 100000}) {
+    const auto one = rs::plan_for(rs::direction::forward, rows, 8192 * 3, 4, {4, false}, a100);
+    const auto split =
+        rs::plan_for(rs::direction::forward, rows, 8192 * 3, 4, {4, false}, a100, true);
+    SCOPED_TRACE(rs::to_string(one) + " / " + rs::to_string(split));
+    ASSERT_EQ(one.algo, algorithm::streaming);
+    EXPECT_EQ(one.cluster_size, 1);
+    EXPECT_EQ(rs::detail::streamed_twice_tiles(one, rs::direction::forward, 4), 1);
+    EXPECT_EQ(split.algo, algorithm::split);
+  }
 }
 
 TEST(Plan, StreamingKeepsWhatFitsOnChip) {

@@ -610,8 +610,11 @@ constexpr std::int64_t streamed_twice_tiles(plan const& p, direction dir,
 /// columns (8-16 of 40-48) at 256-409 rows 2.5-6 points faster streamed, at 192 rows within 2.6,
 /// at 16-128 rows (fewer than six waves) split 1.5-5 points faster back to back; 458752 and 491520
 /// (24 of 56, 28 of 60) within 0.7 either way, 516096 (31 of 63) 1.3-2.1 points slower.
+/// Rows streamed through one CTA (no clusters) are split: not measured, and a row then has one
+/// SM where the split gives it several.
 constexpr bool streams_partly_twice(plan const& p, std::int64_t rows, std::size_t elem_size,
                                     device_limits const& limits) noexcept {
+  if (p.cluster_size < 2) return false;
   const std::int64_t twice = streamed_twice_tiles(p, direction::forward, elem_size);
   const std::int64_t waves =
       rows * p.cluster_size /
