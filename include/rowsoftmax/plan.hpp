@@ -607,9 +607,10 @@ constexpr std::int64_t streamed_twice_tiles(plan const& p, direction dir,
 /// eighths of its tiles and the launch fills at least eight waves of the CTAs an SM holds. On the
 /// H200 (fp32, 16 CTAs of 2 tiles held; README, "Tuning notes" 65) 262145 columns (1 tile of 33
 /// read twice) ran streamed at 63-86% of copy against 57-74% split at 64-511 rows; 327680-393216
-/// columns (8-16 of 40-48) at 256-409 rows 2.5-6 points faster streamed, at 192 rows within 2.6,
-/// at 16-128 rows (fewer than six waves) split 1.5-5 points faster back to back; 458752 and 491520
-/// (24 of 56, 28 of 60) within 0.7 either way, 516096 (31 of 63) 1.3-2.1 points slower.
+/// columns (8-16 of 40-48) at 256-409 rows 2.3-6 points faster streamed, at 192 rows within 2.6,
+/// at 16-128 rows (fewer than six waves) split up to 9 points faster back to back (within 0.5 at
+/// a few); 458752 and 491520 (24 of 56, 28 of 60) within 0.7 either way at 273-292 rows, 516096
+/// (31 of 63) 1.3-2.1 points slower.
 /// Rows streamed through one CTA (no clusters) are split: not measured, and a row then has one
 /// SM where the split gives it several.
 constexpr bool streams_partly_twice(plan const& p, std::int64_t rows, std::size_t elem_size,
