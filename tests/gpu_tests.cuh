@@ -60,8 +60,8 @@ row_layout layout_for(shape const& s) {
   const std::int64_t v = vec_of<T>();
   if (v > 1 && s.in_offset % v == s.outo() % v && (s.rows == 1 || s.ins() % v == s.outs() % v))
     return {static_cast<int>(v), s.in_offset % v != 0 || (s.rows > 1 && s.ins() % v != 0),
-            s.rows == 1 || (s.ins() == s.cols && s.outs() == s.cols)};
-  return {1, false, false};
+            s.rows == 1 || (s.ins() == s.cols && s.outs() == s.cols), !s.in_place};
+  return {1, false, false, !s.in_place};
 }
 
 /// Contiguous rows (row stride == cols), at the vector's alignment and one element past it:
@@ -328,13 +328,75 @@ TYPED_TEST_P(Gpu, ShortRowsSeveralAThread) {
   }
 }
 
+// Rows longer than a cluster holds, without a workspace, in place: streamed (out of place they
+// are split, see SplitRowsWithTheWorkspaceInTheOutput). Aligned and shifted rows.
 TYPED_TEST_P(Gpu, LongRowsStream) {
   using T = TypeParam;
+  device_limits limits;
+  ROWSOFTMAX_CUDA_OK(current_device_limits(&limits));
   for (std::int64_t cols : {(std::int64_t{1} << 20) + 3, (std::int64_t{1} << 22) + 1})
-    for (shape s : layouts<T>(2, cols)) {
+    for (std::int64_t offset : {0, 1}) {
+      const std::int64_t stride = round_up(cols, vec_of<T>()) + offset;
+      const shape s{2, cols, stride, stride, offset, offset, true};
+      for (direction dir : {direction::forward, direction::backward})
+        EXPECT_EQ(plan_for<T>(dir, 2, cols, layout_for<T>(s), limits).algo, algorithm::streaming);
       check_forward<T>(s, seed_of(cols, s.out_offset, 13));
       check_backward<T>(s, seed_of(cols, s.out_offset, 14));
     }
+}
+
+// Rows longer than a cluster holds, without a workspace, out of place (on devices with
+// clusters): split as with one, the workspace kept in the output's first row, whose windows it
+// covers the split kernels leave to held_back_kernel. One row, 13 (several rounds of rows in
+// flight; 16-bit forward: the staged split) and 5 of 2^22 + 3 (16-bit forward: split), every
+// layout (the workspace from the row's first 16-byte boundary: aligned, a peeled head, element
+// access); special values; the plan query tells where the workspace is, and in place none.
+TYPED_TEST_P(Gpu, SplitRowsWithTheWorkspaceInTheOutput) {
+  using T = TypeParam;
+  device_limits limits;
+  ROWSOFTMAX_CUDA_OK(current_device_limits(&limits));
+  const bool clusters = limits.compute_capability >= 90 && limits.max_cluster_size >= 2;
+  const std::int64_t cols = (std::int64_t{1} << 20) + 3;
+  auto planned = [&](direction dir, shape const& s) {
+    return plan_for<T>(dir, s.rows, s.cols, layout_for<T>(s), limits);
+  };
+  for (std::int64_t rows : {1, 13})
+    for (shape s : layouts<T>(rows, cols)) {
+      SCOPED_TRACE(s.str());
+      if (clusters && rows == 13)
+        for (direction dir : {direction::forward, direction::backward}) {
+          const plan p = planned(dir, s);
+          EXPECT_TRUE(p.workspace_in_output) << to_string(p);
+          EXPECT_TRUE(p.algo == algorithm::split || p.algo == algorithm::staged_split)
+              << to_string(p);
+        }
+      check_forward<T>(s, seed_of(cols, rows, 41));
+      check_backward<T>(s, seed_of(cols, rows, 42));
+    }
+  for (shape s : layouts<T>(4, cols)) {
+    check_forward<T>(s, seed_of(cols, s.out_offset, 43), fill::special);
+    check_backward<T>(s, seed_of(cols, s.out_offset, 44), fill::special);
+  }
+  for (int i : {0, 1}) {
+    const shape s = layouts<T>(5, (std::int64_t{1} << 22) + 3)[static_cast<std::size_t>(i)];
+    if (clusters) EXPECT_EQ(planned(direction::forward, s).algo, algorithm::split);
+    check_forward<T>(s, seed_of(s.cols, 5, 45));
+  }
+  // The plan query: the workspace in the output out of place, none in place.
+  device_buffer<T> buf(64);
+  ASSERT_NE(buf.ptr, nullptr);
+  plan out, in;
+  ROWSOFTMAX_CUDA_OK(softmax_forward_plan<T>(buf.ptr, cols, buf.ptr + 16, cols, 2, cols, &out));
+  ROWSOFTMAX_CUDA_OK(softmax_forward_plan<T>(buf.ptr, cols, buf.ptr, cols, 2, cols, &in));
+  EXPECT_EQ(out.workspace_in_output, clusters) << to_string(out);
+  EXPECT_FALSE(in.workspace_in_output) << to_string(in);
+  EXPECT_EQ(in.algo, algorithm::streaming) << to_string(in);
+  ROWSOFTMAX_CUDA_OK(softmax_backward_plan<T>(buf.ptr, cols, buf.ptr + 16, cols, buf.ptr + 32, cols,
+                                              2, cols, &out));
+  ROWSOFTMAX_CUDA_OK(
+      softmax_backward_plan<T>(buf.ptr, cols, buf.ptr + 16, cols, buf.ptr, cols, 2, cols, &in));
+  EXPECT_EQ(out.workspace_in_output, clusters) << to_string(out);
+  EXPECT_EQ(in.algo, algorithm::streaming) << to_string(in);
 }
 
 // Plans that only full launches (more CTAs than SMs) choose: fp32 forward rows of more than 8
@@ -539,13 +601,17 @@ TYPED_TEST_P(Gpu, PlanQueryMatchesThePlanner) {
   using T = TypeParam;
   device_limits limits;
   ROWSOFTMAX_CUDA_OK(current_device_limits(&limits));
-  device_buffer<T> buf(1 << 22);
+  device_buffer<T> buf(1 << 23);
   ASSERT_NE(buf.ptr, nullptr);
   for (std::int64_t cols : {256, 4097, 50257, 131072, 1 << 20}) {
     plan p;
-    ROWSOFTMAX_CUDA_OK(softmax_forward_plan<T>(buf.ptr, cols, buf.ptr, cols, 4, cols, &p));
+    ROWSOFTMAX_CUDA_OK(
+        softmax_forward_plan<T>(buf.ptr, cols, buf.ptr + (1 << 22), cols, 4, cols, &p));
     const plan expected =
         plan_for<T>(direction::forward, 4, cols, layout_for<T>({4, cols}), limits);
+    EXPECT_EQ(p.algo, expected.algo) << cols << ": " << to_string(p);
+    EXPECT_EQ(p.workspace_in_output, expected.workspace_in_output) << cols;
+    EXPECT_EQ(p.grid_ctas, expected.grid_ctas) << cols;
     EXPECT_EQ(p.config, expected.config) << cols << ": " << to_string(p);
     EXPECT_EQ(p.vec, expected.vec);
     EXPECT_EQ(p.cluster_size, expected.cluster_size);
@@ -606,7 +672,8 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
 
 REGISTER_TYPED_TEST_SUITE_P(Gpu, GraphCapture, ShapeTable, TierThresholds, StridesOffsetsAndInPlace,
                             SpecialValues, RandomShapes, EveryConfigurationThatHoldsTheRow,
-                            LongRowsStream, FullLaunchesOfClusterRows, StagedRowsOfMidLaunches,
+                            LongRowsStream, SplitRowsWithTheWorkspaceInTheOutput,
+                            FullLaunchesOfClusterRows, StagedRowsOfMidLaunches,
                             SplitRowsWithAWorkspace, SplitRowsWhoseSharesChange, StaleWorkspace,
                             PlanQueryMatchesThePlanner, SanitizerSubset, ShortRowsSeveralAThread);
 

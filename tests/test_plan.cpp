@@ -1020,6 +1020,58 @@ TEST(Plan, ForwardRowsStreamedMostlyOnChipTakeNoWorkspace) {
   }
 }
 
+TEST(Plan, OutOfPlaceRowsWithoutAWorkspaceKeepTheSplitsWorkspaceInTheOutput) {
+  // Without a workspace, rows out of place are planned as with one where clusters exist, the
+  // workspace in the output's first row (which holds it); in place, or without clusters, as
+  // before (streamed).
+  for (std::size_t elem : {std::size_t{4}, std::size_t{2}})
+    for (auto dir : {rs::direction::forward, rs::direction::backward})
+      for (int l = 0; l < 3; ++l)
+        for (std::int64_t cols : {std::int64_t{262143}, std::int64_t{262145}, std::int64_t{300001},
+                                  std::int64_t{600000}, std::int64_t{1} << 20,
+                                  (std::int64_t{1} << 22) + 3, std::int64_t{1} << 24})
+          for (std::int64_t rows : {1, 8, 13, 64, 1000}) {
+            const int v = l == 2 ? 1 : static_cast<int>(16 / elem);
+            const rs::row_layout in_place{v, l == 1, false, false};
+            const rs::row_layout out_of_place{v, l == 1, false, true};
+            const auto q = rs::plan_for(dir, rows, cols, elem, out_of_place, h200);
+            const auto w = rs::plan_for(dir, rows, cols, elem, out_of_place, h200, true);
+            const auto s = rs::plan_for(dir, rows, cols, elem, in_place, h200);
+            SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " elem " +
+                         std::to_string(elem) + " layout " + std::to_string(l) + ": " +
+                         rs::to_string(q) + " / " + rs::to_string(w) + " / " + rs::to_string(s));
+            EXPECT_FALSE(s.workspace_in_output);
+            EXPECT_EQ(s.workspace_bytes, 0);
+            EXPECT_FALSE(w.workspace_in_output);
+            if (w.workspace_bytes > 0) {
+              EXPECT_TRUE(q.workspace_in_output);
+              EXPECT_EQ(q.config, w.config);
+              EXPECT_EQ(q.row_groups, w.row_groups);
+              EXPECT_EQ(q.split_ctas, w.split_ctas);
+              EXPECT_EQ(q.stash_tiles, w.stash_tiles);
+              EXPECT_EQ(q.workspace_bytes, w.workspace_bytes);
+              EXPECT_GE(cols * static_cast<std::int64_t>(elem), q.workspace_bytes + 16);
+              EXPECT_NE(rs::to_string(q).find(" workspace=output"), std::string::npos);
+            } else {
+              EXPECT_FALSE(q.workspace_in_output);
+              EXPECT_EQ(q.config, s.config);
+              EXPECT_EQ(q.cluster_size, s.cluster_size);
+              EXPECT_EQ(q.stash_tiles, s.stash_tiles);
+            }
+            const auto none = rs::plan_for(dir, rows, cols, elem, out_of_place, a100);
+            EXPECT_FALSE(none.workspace_in_output);
+            EXPECT_EQ(none.workspace_bytes, 0);
+          }
+  // The rows of the benchmark's long shapes: split, workspace in the output.
+  for (auto dir : {rs::direction::forward, rs::direction::backward})
+    for (int k = 20; k <= 24; ++k) {
+      const auto q = rs::plan_for(dir, std::int64_t{1} << (27 - k), std::int64_t{1} << k, 4,
+                                  {4, false, false, true}, h200);
+      EXPECT_EQ(q.algo, algorithm::split) << rs::to_string(q);
+      EXPECT_TRUE(q.workspace_in_output);
+    }
+}
+
 TEST(Plan, StreamingKeepsWhatFitsOnChip) {
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
     for (auto dir : {rs::direction::forward, rs::direction::backward})

@@ -51,12 +51,15 @@ struct device_limits {
 
 /// Vector access shared by every tensor of one call, derived from pointers and row strides.
 struct row_layout {
-  int vec = 1;              ///< elements per vector access: 16 / sizeof(T), or 1 as the fallback
-  bool shifted = false;     ///< row starts are not vec-aligned (but equally misaligned in every
-                            ///< tensor): each row peels a head up to the next 16-byte boundary
-  bool contiguous = false;  ///< every tensor's rows follow each other (row stride == cols, or
-                            ///< one row), equally aligned: short rows may be tiled (see
-                            ///< kernel_config::tiled)
+  int vec = 1;                ///< elements per vector access: 16 / sizeof(T), or 1 as the fallback
+  bool shifted = false;       ///< row starts are not vec-aligned (but equally misaligned in every
+                              ///< tensor): each row peels a head up to the next 16-byte boundary
+  bool contiguous = false;    ///< every tensor's rows follow each other (row stride == cols, or
+                              ///< one row), equally aligned: short rows may be tiled (see
+                              ///< kernel_config::tiled)
+  bool out_of_place = false;  ///< the output is none of the inputs (not in place): the launchers
+                              ///< without a workspace may keep a split plan's workspace in the
+                              ///< output's first row (plan::workspace_in_output)
 };
 
 /// The launch configuration chosen for one call. Inspect it with `plan_for` or
@@ -83,6 +86,10 @@ struct plan {
   int stash_tiles = 0;               ///< streaming, split: tiles a CTA keeps in shared memory
                                      ///< between the passes
   std::int64_t workspace_bytes = 0;  ///< bytes of workspace the plan needs (split, staged split)
+  bool workspace_in_output = false;  ///< split, staged split planned without a workspace: the
+                                     ///< launcher keeps the `workspace_bytes` in the output's
+                                     ///< first row (from its first 16-byte boundary), which
+                                     ///< the kernel writes last
 };
 
 namespace detail {
@@ -347,10 +354,12 @@ constexpr std::int64_t split_partials_offset(int row_groups) noexcept {
   return (std::int64_t{row_groups} * 4 + 7) / 8 * 8;
 }
 
-/// Workspace of a split plan: the counters, then two alternating sets of partials (16 bytes
-/// each: two floats, each tagged in a word of 8 bytes) per group, one per CTA of the group.
+/// Workspace of a split plan: the counters, then three sets of partials (16 bytes each: two
+/// floats, each tagged in a word of 8 bytes) per group, one per CTA of the group: one for the
+/// group's first meeting (kept for the windows of row 0 that a workspace in the output covers,
+/// see plan::workspace_in_output), two in turn for the others.
 constexpr std::int64_t split_workspace_bytes(int row_groups, int split_ctas) noexcept {
-  return split_partials_offset(row_groups) + std::int64_t{row_groups} * 2 * split_ctas * 16;
+  return split_partials_offset(row_groups) + std::int64_t{row_groups} * 3 * split_ctas * 16;
 }
 
 /// Vector windows of a row that a configuration holds in one pass: all its threads of a row,
@@ -670,9 +679,11 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// a workspace) they are split over many CTAs instead (but forward rows of which streaming
 /// reads little twice, see streams_partly_twice): 16-bit forward rows of which the
 /// device holds four in shared memory staged (see `algorithm::staged_split`, sm_90), other rows
-/// with their tiles in registers and stashes (see `algorithm::split`). The scalar fallback
+/// with their tiles in registers and stashes (see `algorithm::split`). Without a workspace, rows
+/// out of place (`layout.out_of_place`) on devices with clusters are split the same way, their
+/// workspace kept in the output's first row (`plan::workspace_in_output`). The scalar fallback
 /// (`layout.vec == 1`, 32 elements a thread of any type) has the one-CTA configurations and streams
-/// beyond (or splits, given a workspace). Streaming and split size their stashes and groups by the
+/// beyond (or splits, as above). Streaming and split size their stashes and groups by the
 /// direction's tensors.
 /// @pre rows >= 1, cols >= 1, elem_size in {2, 4}, layout.vec in {1, 16 / elem_size}.
 constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std::size_t elem_size,
@@ -840,13 +851,21 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   const bool streams =
       reads_once(streaming, dir, elem_size) ||
       (dir == direction::forward && streams_partly_twice(streaming, rows, elem_size, limits));
-  if (with_workspace && !streams) {
-    if (dir == direction::forward && elem_size == 2 && vec > 1 && limits.compute_capability >= 90) {
-      const plan p = make_staged_split_plan(layout, rows, windows, elem_size, limits);
-      if (p.split_ctas >= 2) return p;
-    }
-    const plan p = make_split_plan(dir, layout, rows, windows, elem_size, limits);
-    if (p.split_ctas >= 2) return p;
+  //
+  // Without a workspace, rows out of place on devices with clusters are split as well, their
+  // workspace kept in the output's first row (plan::workspace_in_output), which holds it: the
+  // split rows are longer than 16 CTAs hold. On the H200 (rows*cols = 2^27) streamed rows of
+  // 2^20-2^24 columns ran at 47-73% of copy, split ones at 63-89% (README, "Tuning notes" 66).
+  const bool in_output = !with_workspace && layout.out_of_place && max_cluster >= 2;
+  if ((with_workspace || in_output) && !streams) {
+    plan p{};
+    if (dir == direction::forward && elem_size == 2 && vec > 1 && limits.compute_capability >= 90)
+      p = make_staged_split_plan(layout, rows, windows, elem_size, limits);
+    if (p.split_ctas < 2) p = make_split_plan(dir, layout, rows, windows, elem_size, limits);
+    p.workspace_in_output = in_output;
+    if (p.split_ctas >= 2 &&
+        (with_workspace || cols * std::int64_t(elem_size) >= p.workspace_bytes + 16))
+      return p;
   }
   return streaming;
 }
@@ -860,8 +879,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, row
 
 /// A one-line description of a plan, e.g. "cluster x16 cta=256 tpr=256 vec=8x8", with
 /// " rows=N" for threads that hold N short rows, " tiled" for rows copied through shared memory,
-/// " head" for rows that peel a misaligned head
-/// and " stash=N" for tiles kept in shared memory.
+/// " head" for rows that peel a misaligned head, " stash=N" for tiles kept in shared memory
+/// and " workspace=output" for a split's workspace kept in the output.
 inline std::string to_string(plan const& p) {
   const char* algo = p.algo == algorithm::registers   ? "registers"
                      : p.algo == algorithm::cluster   ? "cluster"
@@ -879,6 +898,7 @@ inline std::string to_string(plan const& p) {
   if (p.tiled) s += " tiled";
   if (p.shifted) s += " head";
   if (p.stash_tiles > 0) s += " stash=" + std::to_string(p.stash_tiles);
+  if (p.workspace_in_output) s += " workspace=output";
   return s;
 }
 

@@ -90,6 +90,12 @@ cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::ar
 /// Asynchronous: never synchronizes, never allocates, safe to capture in a CUDA graph. The
 /// first call per device (and per cluster kernel) queries device attributes once.
 ///
+/// Rows longer than a cluster holds on chip (256K fp32, 512K bf16/fp16 elements on sm_90) are
+/// split over many CTAs as by the workspace overload; out of place, the few KB it would ask
+/// for are kept in y's first row (zeroed on `stream` first, its softmax stored last), so y's
+/// first row holds other values until the kernel ends. In place, such rows stream through a
+/// cluster instead (the overflow read twice).
+///
 /// @code
 /// rowsoftmax::softmax_forward(x, ld, y, ld, rows, cols, stream);
 /// @endcode
@@ -122,7 +128,9 @@ cudaError_t softmax_forward(T const* x, T* y, std::int64_t rows, std::int64_t co
 /// @param rows, cols, stream  as for softmax_forward
 /// @return as for softmax_forward. A NaN in dy or y makes the row's dx NaN.
 ///
-/// Reads dy and y once and writes dx once; asynchronous, allocation-free, graph-capturable.
+/// Reads dy and y once and writes dx once (rows longer than a cluster holds, as
+/// softmax_forward: split with the workspace in dx's first row, or in place streamed);
+/// asynchronous, allocation-free, graph-capturable.
 template <class T>
 cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
                              std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
@@ -155,8 +163,9 @@ cudaError_t softmax_backward(T const* dy, T const* y, T* dx, std::int64_t rows, 
 /// once: bf16/fp16 forward rows of which the device holds four in shared memory (up to about
 /// 3.2M elements on an H200, sm_90 and newer) are copied into the shared memory of the CTAs
 /// (`algorithm::staged_split`); the others keep each CTA's share in registers and shared memory
-/// (`algorithm::split`). Shorter rows run exactly as without a workspace and
-/// need none (the size query gives 0). The workspace holds no state between calls (it is
+/// (`algorithm::split`), as the overloads without a workspace do out of place (keeping it in
+/// the output). Shorter rows run exactly as without a workspace and need none (the size query
+/// gives 0). The workspace holds no state between calls (it is
 /// zeroed on `stream` before each launch) but must not be shared by calls that may run
 /// concurrently. The split kernels are cooperative launches: all their CTAs are resident at
 /// once; where the device cannot guarantee that, the call streams instead.

@@ -242,6 +242,7 @@ cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std
     }
     if (splits(kernel_configs[p.config])) {
       with_workspace = false;  // stream instead
+      layout.out_of_place = false;
     } else if (p.stash_tiles > 0) {
       limits.shared_bytes_per_sm = 0;  // stream without a stash
     } else if (p.cluster_size > 1) {
@@ -253,19 +254,38 @@ cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std
 }
 
 /// Whether `bytes` bytes at `workspace` serve plan `p`: 8-byte aligned and at least
-/// `p.workspace_bytes` (plans without a workspace need nothing).
+/// `p.workspace_bytes` (plans without a workspace, or with theirs in the output, need nothing).
 inline bool workspace_holds(plan const& p, void const* workspace, std::size_t bytes) {
-  return p.workspace_bytes == 0 || (reinterpret_cast<std::uintptr_t>(workspace) % 8 == 0 &&
-                                    bytes >= static_cast<std::size_t>(p.workspace_bytes));
+  return p.workspace_bytes == 0 || p.workspace_in_output ||
+         (reinterpret_cast<std::uintptr_t>(workspace) % 8 == 0 &&
+          bytes >= static_cast<std::size_t>(p.workspace_bytes));
+}
+
+/// Where a split plan with its workspace in the output (plan::workspace_in_output) keeps it:
+/// from the first 16-byte boundary of the output's first row `y0` (which plan_for has checked
+/// holds it), and the windows of that row the kernel stores last (split_workspace::skip_windows):
+/// those the workspace covers, from the row's first.
+template <class T>
+void* workspace_in_output(plan const& p, T* y0, int* skip_windows) {
+  const auto at = reinterpret_cast<std::uintptr_t>(y0);
+  const std::int64_t pad = static_cast<std::int64_t>((16 - at % 16) % 16);
+  const std::int64_t elem = sizeof(T);
+  const std::int64_t shift = p.vec > 1 ? static_cast<std::int64_t>(at % 16) / elem : 0;
+  const std::int64_t covered = ceil_div(pad + p.workspace_bytes, elem);  // elements of the row
+  *skip_windows = static_cast<int>(ceil_div(shift + covered, p.vec));
+  return reinterpret_cast<char*>(y0) + pad;
 }
 
 /// Launches a plan made for `a` (by choose_plan, or checked by `run`), without checks. A
-/// split plan uses `workspace` (at least `p.workspace_bytes`, 8-byte aligned), zeroed on
-/// `stream` first (its counters, and its partials' tags: see meet).
+/// split plan uses `workspace` (at least `p.workspace_bytes`, 8-byte aligned), or the output's
+/// first row (plan::workspace_in_output, see workspace_in_output), zeroed on `stream` first (its
+/// counters, and its partials' tags: see meet).
 template <class Op>
 cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
                    cudaStream_t stream) {
   if (p.grid_ctas > 0x7fffffff) return cudaErrorInvalidValue;  // more rows than memory holds
+  int skip_windows = 0;
+  if (p.workspace_in_output) workspace = workspace_in_output(p, Op::output(a), &skip_windows);
   if (splits(kernel_configs[p.config]))
     ROWSOFTMAX_TRY(
         cudaMemsetAsync(workspace, 0, static_cast<std::size_t>(p.workspace_bytes), stream));
@@ -274,21 +294,27 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
     cudaLaunchAttribute attr[1];
     cudaLaunchConfig_t lc = launch_config(p, stream, attr);
     if constexpr (splits(kernel_configs[C])) {
-      const split_workspace ws{
-          static_cast<unsigned*>(workspace),
-          reinterpret_cast<tagged_partial*>(static_cast<char*>(workspace) +
-                                            split_partials_offset(p.row_groups)),
-          p.row_groups,
-          p.split_ctas,
-          p.stash_tiles,
-          share_windows(p)};
+      char* const base = static_cast<char*>(workspace);
+      const std::int64_t partials = split_partials_offset(p.row_groups);
+      const split_workspace ws{reinterpret_cast<unsigned*>(base),
+                               reinterpret_cast<tagged_partial*>(base + partials),
+                               p.row_groups,
+                               p.split_ctas,
+                               p.stash_tiles,
+                               share_windows(p),
+                               skip_windows};
       if constexpr (kernel_configs[C].algo == algorithm::split)  // rank x group (split_kernel)
         lc.gridDim = dim3(static_cast<unsigned>(p.split_ctas), static_cast<unsigned>(p.row_groups));
       lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
       attr[0].id = cudaLaunchAttributeCooperative;
       attr[0].val.cooperative = 1;
       lc.numAttrs = 1;
-      return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, ws);
+      ROWSOFTMAX_TRY(cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, ws));
+      if (skip_windows == 0) return cudaSuccess;
+      lc.gridDim = dim3(1, 1, 1);
+      lc.dynamicSmemBytes = 0;
+      lc.numAttrs = 0;
+      return cudaLaunchKernelEx(&lc, &held_back_kernel<Op, V, C>, a, ws);
     } else {
       const cluster_arg c{p.cluster_size, share_windows(p),
                           exact_divisor(static_cast<unsigned>(p.cluster_size))};

@@ -64,8 +64,8 @@ inline cudaError_t validate(tensor_arg const (&t)[N], std::size_t elem_size, std
 /// then peels the same head from each); element access otherwise. Contiguous where, besides,
 /// every tensor's rows of `cols` elements follow each other (or there is one row).
 template <std::size_t N>
-inline row_layout layout_of(tensor_arg const (&t)[N], std::size_t elem_size, std::int64_t rows,
-                            std::int64_t cols) noexcept {
+inline row_layout vector_layout_of(tensor_arg const (&t)[N], std::size_t elem_size,
+                                   std::int64_t rows, std::int64_t cols) noexcept {
   const int vec = static_cast<int>(16 / elem_size);
   const auto head = [&](void const* p) {
     return static_cast<int>(reinterpret_cast<std::uintptr_t>(p) % 16 / elem_size);
@@ -80,6 +80,20 @@ inline row_layout layout_of(tensor_arg const (&t)[N], std::size_t elem_size, std
     contiguous = contiguous && (rows == 1 || t[i].stride == cols);
   }
   return {vec, h0 != 0 || s0 != 0, contiguous};
+}
+
+/// The layout of a call's tensors: vector_layout_of's vector access and contiguity, out of
+/// place where no output is an input.
+template <std::size_t N>
+inline row_layout layout_of(tensor_arg const (&t)[N], std::size_t elem_size, std::int64_t rows,
+                            std::int64_t cols) noexcept {
+  bool out_of_place = true;
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = 0; j < N; ++j)
+      if (t[i].output && !t[j].output && t[i].ptr == t[j].ptr) out_of_place = false;
+  row_layout l = vector_layout_of(t, elem_size, rows, cols);
+  l.out_of_place = out_of_place;
+  return l;
 }
 
 /// Fills `limits` for `device`, querying the runtime once per device per process.

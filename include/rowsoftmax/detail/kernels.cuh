@@ -350,21 +350,22 @@ struct tile_share {
     return acc;
   }
 
-  /// `store`, hinted as `load`.
+  /// `store`, hinted as `load`; tiles that start before window `skip` are not stored (those the
+  /// split kernel's workspace covers in the output, see split_workspace::skip_windows).
   template <bool OneStore, bool Hints>
   __device__ static void store(typename Op::args const& a, row_window& w, std::int64_t t0,
                                std::int64_t t1, int stash_tiles, fragment& f, uint4 const* stashed,
-                               partial total) {
+                               partial total, int skip = 0) {
     if constexpr (Hints && hintable) {
       if (hinted(t1 - t0, stash_tiles))
-        return store_tiles<OneStore, true>(a, w, t0, t1, stash_tiles, f, stashed, total);
+        return store_tiles<OneStore, true>(a, w, t0, t1, stash_tiles, f, stashed, total, skip);
     }
-    store_tiles<OneStore, false>(a, w, t0, t1, stash_tiles, f, stashed, total);
+    store_tiles<OneStore, false>(a, w, t0, t1, stash_tiles, f, stashed, total, skip);
   }
   template <bool OneStore, bool hints>
   __device__ static void store_tiles(typename Op::args const& a, row_window& w, std::int64_t t0,
                                      std::int64_t t1, int stash_tiles, fragment& f,
-                                     uint4 const* stashed, partial total) {
+                                     uint4 const* stashed, partial total, int skip) {
     for (std::int64_t t = t1 - 1; t >= t0; --t) {
       w.first = t * tile + threadIdx.x;
       if (!keep_last || t < t1 - 1) {  // else the last tile is still in registers, folded
@@ -375,7 +376,7 @@ struct tile_share {
         }
         Op::fold(f);
       }
-      store_tile<OneStore, hints>(a, w, f, total);
+      if (t * tile >= skip) store_tile<OneStore, hints>(a, w, f, total);
     }
   }
 
@@ -390,11 +391,13 @@ struct tile_share {
   /// `load` and `store` as separate passes, backward rows up to 5 slower; storing every tile
   /// before the first load measured the same as interleaving (README, "Tuning notes" 44).
   /// Hinted where either row's share takes hints (see `load`), tile by tile (a loop for each
-  /// spilled the fp32 kernel).
+  /// spilled the fp32 kernel). Tiles of row 0 that start before window `skip` are not stored
+  /// (see `store`).
   template <bool OneStore>
   __device__ static partial pass(typename Op::args const& a, std::int64_t c_row, std::int64_t c0,
                                  int c_tiles, std::int64_t n_row, std::int64_t n0, int n_tiles,
-                                 int stash_tiles, fragment& f, uint4* stashed, partial total) {
+                                 int stash_tiles, fragment& f, uint4* stashed, partial total,
+                                 int skip) {
     const bool hints = hinted(c_tiles, stash_tiles) || hinted(n_tiles, stash_tiles);
     auto load_one = [&](row_window const& w, bool again) {
       if (hints) {
@@ -404,6 +407,7 @@ struct tile_share {
       }
     };
     auto store_one = [&](row_window const& w) {
+      if (c_row == 0 && w.first - threadIdx.x < skip) return;
       if (hints) {
         store_tile<OneStore, true>(a, w, f, total);
       } else {
@@ -479,76 +483,63 @@ struct tagged_partial {
 };
 
 /// Where the CTAs of a split launch meet: per row group, an arrival counter (zero before the
-/// launch) and two alternating sets of partials, one per CTA of the group.
+/// launch) and three sets of partials, one per CTA of the group (see meeting_slots).
 struct split_workspace {
   unsigned* counters;
   tagged_partial* partials;
   int row_groups;
   int split_ctas;
-  int stash_tiles;  ///< tiles a CTA keeps in its dynamic shared memory
-  int share;        ///< staged split: windows of a row each CTA holds (see share_windows)
+  int stash_tiles;   ///< tiles a CTA keeps in its dynamic shared memory
+  int share;         ///< staged split: windows of a row each CTA holds (see share_windows)
+  int skip_windows;  ///< the workspace in the output (plan::workspace_in_output): windows of
+                     ///< row 0 it covers, which the split kernels leave to held_back_kernel;
+                     ///< else 0
 };
 
-/// The meeting of a split group's CTAs over one row (its `iteration`-th). Thread 0 publishes
-/// this CTA's partial `acc` with the meeting's tag, counts its arrival and waits until the
-/// group's others have arrived (relaxed atomics: the counter only says when to look). Then the
-/// CTA reads the group's partials (past L1, in one batch of loads, each partial again until it
-/// carries the tag) and folds them in the same order in every CTA, so that every thread of the
-/// CTA gets the row's total, bitwise the same in every CTA: with `AllThreads`, every thread of
-/// the `Threads` reads a partial or two and the CTA reduces them through `Exchange` (the split
-/// kernel: its SM idles while the group meets, and the latency of the reads is what counts); else
-/// the fewest warps that read four partials a lane fold them and every thread folds those warps'
-/// partials from `smem`, which holds them until the caller's next __syncthreads (the staged
-/// split: the SM's other CTAs issue an instruction most cycles). A set of partials is rewritten
-/// two meetings later, by a CTA that has passed the meeting in between, so after every CTA has
-/// read it. (A release on the counter waited for the SM's stores in flight, 2 us a meeting of
-/// the staged split on the H200, and warp 0 alone read a few hundred partials in as many
-/// batches as it took 128 of them; README, "Tuning notes".)
+/// The partials of a split group's meeting (`n` of them at `slots`, tagged `tag`: see
+/// tagged_partial) folded in the same order in every CTA, so that every thread of the CTA gets
+/// the row's total, bitwise the same in every CTA (past L1, in one batch of loads, each partial
+/// read again until it carries the tag): with `AllThreads`, every thread of the `Threads` reads
+/// a partial or two and the CTA reduces them through `Exchange` (the split kernel: its SM idles
+/// while the group meets, and the latency of the reads is what counts); else the fewest warps
+/// that read four partials a lane fold them and every thread folds those warps' partials from
+/// `smem`, which holds them until the caller's next __syncthreads (the staged split: the SM's
+/// other CTAs issue an instruction most cycles). (Warp 0 alone read a few hundred partials in as
+/// many batches as it took 128 of them; README, "Tuning notes".)
 template <class Exchange, int Threads, bool AllThreads>
-__device__ inline partial meet(split_workspace const& ws, int group, int rank, int iteration,
-                               partial acc, typename Exchange::storage& smem) {
+__device__ inline partial gather(tagged_partial* slots, int n, std::uint32_t tag,
+                                 typename Exchange::storage& smem) {
   using reduce = typename Exchange::reduce;
   using word = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>;
-  tagged_partial* slots = ws.partials + (std::int64_t{group} * 2 + (iteration & 1)) * ws.split_ctas;
-  const std::uint64_t tag = static_cast<std::uint64_t>(iteration + 1) << 32;
   // Partial i, read again until it carries the tag, folded into q.
   auto fold = [&](partial q, int i, std::uint64_t m, std::uint64_t s) {
-    while ((m >> 32) != (tag >> 32)) m = word(slots[i].m).load(cuda::memory_order_relaxed);
-    while ((s >> 32) != (tag >> 32)) s = word(slots[i].s).load(cuda::memory_order_relaxed);
+    while ((m >> 32) != tag) m = word(slots[i].m).load(cuda::memory_order_relaxed);
+    while ((s >> 32) != tag) s = word(slots[i].s).load(cuda::memory_order_relaxed);
     return reduce::combine(q, partial{bits_as<float>(static_cast<std::uint32_t>(m)),
                                       bits_as<float>(static_cast<std::uint32_t>(s))});
   };
-  if (threadIdx.x == 0) {
-    word(slots[rank].m).store(tag | bits_as<std::uint32_t>(acc.m), cuda::memory_order_relaxed);
-    word(slots[rank].s).store(tag | bits_as<std::uint32_t>(acc.s), cuda::memory_order_relaxed);
-    cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(ws.counters[group]);
-    arrived.fetch_add(1u, cuda::memory_order_relaxed);
-    const unsigned target = static_cast<unsigned>(iteration + 1) * ws.split_ctas;
-    while (arrived.load(cuda::memory_order_relaxed) < target) __nanosleep(32);
-  }
-  __syncthreads();
   partial q = reduce::identity();
   if constexpr (AllThreads) {
-    for (int i = static_cast<int>(threadIdx.x); i < ws.split_ctas; i += Threads)
+    for (int i = static_cast<int>(threadIdx.x); i < n; i += Threads)
       q = fold(q, i, word(slots[i].m).load(cuda::memory_order_relaxed),
                word(slots[i].s).load(cuda::memory_order_relaxed));
     return Exchange::allreduce(q, smem, Threads / 32, 1);
   } else {
     constexpr int batch = 4;  // partials a lane reads at once
-    const int warps = min(static_cast<int>(ceil_div(ws.split_ctas, 32 * batch)), Threads / 32);
+    const int warps = min(static_cast<int>(ceil_div(n, 32 * batch)), Threads / 32);
     const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
     if (warp < warps) {
-      for (int i0 = warp * 32 * batch + lane; i0 < ws.split_ctas; i0 += warps * 32 * batch) {
+      for (int i0 = warp * 32 * batch + lane; i0 < n; i0 += warps * 32 * batch) {
         std::uint64_t m[batch], s[batch];
 #pragma unroll
         for (int k = 0; k < batch; ++k) {
           const int i = i0 + k * 32;
-          m[k] = i < ws.split_ctas ? word(slots[i].m).load(cuda::memory_order_relaxed) : 0;
-          s[k] = i < ws.split_ctas ? word(slots[i].s).load(cuda::memory_order_relaxed) : 0;
+          m[k] = i < n ? word(slots[i].m).load(cuda::memory_order_relaxed) : 0;
+          s[k] = i < n ? word(slots[i].s).load(cuda::memory_order_relaxed) : 0;
         }
 #pragma unroll
         for (int k = 0; k < batch; ++k)
-          if (i0 + k * 32 < ws.split_ctas) q = fold(q, i0 + k * 32, m[k], s[k]);
+          if (i0 + k * 32 < n) q = fold(q, i0 + k * 32, m[k], s[k]);
       }
       q = butterfly<reduce, 32>(q);
       if (lane == 0) smem.slot[warp] = q;
@@ -558,6 +549,40 @@ __device__ inline partial meet(split_workspace const& ws, int group, int rank, i
     for (int w = 0; w < warps; ++w) total = reduce::combine(total, smem.slot[w]);
     return total;
   }
+}
+
+/// Where group `group`'s partials of its `iteration`-th meeting are: the group's first set for
+/// its first meeting (kept for held_back_kernel), then its second and third in turn.
+__device__ inline tagged_partial* meeting_slots(split_workspace const& ws, int group,
+                                                int iteration) {
+  const int set = iteration == 0 ? 0 : 1 + (iteration & 1);
+  return ws.partials + (std::int64_t{group} * 3 + set) * ws.split_ctas;
+}
+
+/// The meeting of a split group's CTAs over one row (its `iteration`-th). Thread 0 publishes
+/// this CTA's partial `acc` with the meeting's tag (iteration + 1), counts its arrival and waits
+/// until the group's others have arrived (relaxed atomics: the counter only says when to look);
+/// then the CTA gathers the group's partials (see gather). A set of partials is rewritten two
+/// meetings later (meeting_slots), by a CTA that has passed the meeting in between, so after
+/// every CTA has read it. (A release on the counter waited for the SM's stores in flight, 2 us
+/// a meeting of the staged split on the H200; README, "Tuning notes".)
+template <class Exchange, int Threads, bool AllThreads>
+__device__ inline partial meet(split_workspace const& ws, int group, int rank, int iteration,
+                               partial acc, typename Exchange::storage& smem) {
+  using word = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>;
+  tagged_partial* slots = meeting_slots(ws, group, iteration);
+  const std::uint32_t tag = static_cast<std::uint32_t>(iteration + 1);
+  if (threadIdx.x == 0) {
+    const std::uint64_t tagged = std::uint64_t{tag} << 32;
+    word(slots[rank].m).store(tagged | bits_as<std::uint32_t>(acc.m), cuda::memory_order_relaxed);
+    word(slots[rank].s).store(tagged | bits_as<std::uint32_t>(acc.s), cuda::memory_order_relaxed);
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(ws.counters[group]);
+    arrived.fetch_add(1u, cuda::memory_order_relaxed);
+    const unsigned target = static_cast<unsigned>(iteration + 1) * ws.split_ctas;
+    while (arrived.load(cuda::memory_order_relaxed) < target) __nanosleep(32);
+  }
+  __syncthreads();
+  return gather<Exchange, Threads, AllThreads>(slots, ws.split_ctas, tag, smem);
 }
 
 /// Rows split over `split_ctas` CTAs each, `row_groups` rows in flight; all CTAs of the launch
@@ -599,7 +624,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
 
       const partial total = meet<typename shape::exchange, shape::threads_per_cta, true>(
           ws, group, rank, iteration, acc, smem);
-      share::template store<true, true>(a, w, t0, t1, ws.stash_tiles, f, stashed, total);
+      share::template store<true, true>(a, w, t0, t1, ws.stash_tiles, f, stashed, total,
+                                        row == 0 ? ws.skip_windows : 0);
       __syncthreads();  // the exchange's slots are rewritten by the next row
     }
   } else {
@@ -617,7 +643,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     for (int iteration = 0;; ++iteration) {
       const int n_tiles = share_of(next, n0);
       partial acc = share::template pass<true>(a, row, t0, tiles, next, n0, n_tiles, ws.stash_tiles,
-                                               f, stashed, total);
+                                               f, stashed, total, ws.skip_windows);
       if (next >= a.rows) break;
       row = next;
       next += ws.row_groups;
@@ -674,12 +700,15 @@ struct staged_share {
   int owned;   // windows of the row in the share (at most its slots; none or fewer at the end)
   int whole0;  // the share's whole windows, [whole0, whole1) counted from its first
   int whole1;
-  int at;  // the share's first element in the row
+  int at;         // the share's first element in the row
+  int held_back;  // windows of the share, from its first, that `store` leaves (see skip_windows)
 
   /// `share`: the windows each CTA holds, the same for every row (share_windows: the plan's
   /// widest row over the CTAs, rounded up; computed by the host, where a division costs the
-  /// CTA no wait for the SM's special-function unit, which the exps keep busy).
-  __device__ staged_share(typename Op::args const& a, std::int64_t row, int rank, int share) {
+  /// CTA no wait for the SM's special-function unit, which the exps keep busy). Windows of row 0
+  /// before `skip_windows` are not stored (split_workspace::skip_windows).
+  __device__ staged_share(typename Op::args const& a, std::int64_t row, int rank, int share,
+                          int skip_windows = 0) {
     const row_window w = Op::template window<V>(a, row, 0, 1);
     x = a.x + w.row * a.x_stride;
     y = a.y + w.row * a.y_stride;
@@ -691,6 +720,7 @@ struct staged_share {
     whole0 = max((shift > 0 ? 1 : 0) - first, 0);
     whole1 = min((cols + shift) / V - first, owned);
     at = first * V - shift;
+    held_back = row == 0 ? max(min(skip_windows - first, owned), 0) : 0;
   }
 
   /// Thread 0: the copy of half `h`'s whole windows into `staged`, counted by `landed[h]`
@@ -776,7 +806,7 @@ struct staged_share {
 #pragma unroll 2
     for (int k = K0; k < K1; ++k) {
       const int i = k * threads + static_cast<int>(threadIdx.x);
-      if (i < owned) {
+      if (i < owned && i >= held_back) {
         const vec out = Op::normalized(bits_as<vec>(staged[i]), e, inv);
         if (i >= whole0 && i < whole1) {
           out.store(y + at + i * V);
@@ -784,6 +814,17 @@ struct staged_share {
           staged_edge_store<T, V>(y, cols, shift, first + i, out);
         }
       }
+    }
+  }
+
+  /// The windows `store` held back, read again from x and stored given the row's total.
+  __device__ void store_held_back(partial total) const {
+    const float sh = safe_shift(total.m), inv = 1.0f / total.s;
+    for (int i = static_cast<int>(threadIdx.x); i < held_back; i += threads) {
+      const vec v = staged_edge<T, V>(x, cols, shift, first + i);
+      const vec out = fused_exp::fits(sh) ? Op::normalized(v, fused_exp(sh), inv)
+                                          : Op::normalized(v, shifted_exp{sh}, inv);
+      staged_edge_store<T, V>(y, cols, shift, first + i, out);
     }
   }
 };
@@ -836,7 +877,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
 
   const int group = static_cast<int>(blockIdx.x) / ws.split_ctas;
   const int rank = static_cast<int>(blockIdx.x) % ws.split_ctas;
-  share s(a, group, rank, ws.share);
+  share s(a, group, rank, ws.share, ws.skip_windows);
   s.start(staged, landed);
   __syncthreads();  // the mbarriers are initialized
 
@@ -864,6 +905,38 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     s = n;
   }
 #endif
+}
+
+/// After a split or staged split launch whose workspace is in the output
+/// (split_workspace::skip_windows > 0), one CTA: the windows of row 0 that the workspace covers,
+/// which the split kernels left, read again and stored given row 0's total, as those kernels
+/// store them; the total gathered from group 0's first meeting as its CTAs gathered it (so all
+/// bitwise the same), before any of the workspace is overwritten. (Stored at the end of the
+/// split kernel instead, by the CTAs that held them back once all had finished, or with row 0's
+/// total kept by the kernel, they spilled the forward split kernel's row state, ptxas, sm_90.)
+template <class Op, int V, int Config>
+ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta, 1)
+    held_back_kernel(typename Op::args const a, split_workspace const ws) {
+  using shape = kernel_shape<Op, V, Config>;
+  __shared__ typename shape::exchange::storage smem;
+  constexpr bool all_threads = kernel_configs[Config].algo == algorithm::split;
+  const partial total = gather<typename shape::exchange, shape::threads_per_cta, all_threads>(
+      meeting_slots(ws, 0, 0), ws.split_ctas, 1, smem);
+  __syncthreads();  // every thread has its total before the workspace is overwritten
+  if constexpr (kernel_configs[Config].algo == algorithm::staged_split) {
+    using staged = staged_share<Op, V, Config>;
+    for (int rank = 0; rank * ws.share < ws.skip_windows; ++rank)
+      staged(a, 0, rank, ws.share, ws.skip_windows).store_held_back(total);
+  } else {
+    using tiles = tile_share<Op, V, Config>;
+    typename tiles::fragment f;
+    for (std::int64_t t = 0; t * tiles::tile < ws.skip_windows; ++t) {
+      const row_window w = Op::template window<V>(a, 0, t * tiles::tile + threadIdx.x, tiles::tpr);
+      Op::load(a, w, f);
+      Op::fold(f);
+      Op::template store<true>(a, w, f, total);
+    }
+  }
 }
 
 }  // namespace rowsoftmax::detail

@@ -52,7 +52,7 @@ struct forward_op {
   /// Tiled rows (tiled_kernel): input tensor `t` and the output, and `a` with `rows` rows read
   /// from `tiles` (one an input tensor, rows `a.cols` apart) and written over the first.
   __device__ static T const* input(args const& a, int) { return a.x; }
-  __device__ static T* output(args const& a) { return a.y; }
+  __host__ __device__ static T* output(args const& a) { return a.y; }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[tensors], std::int64_t rows) {
     return {tiles[0], a.cols, tiles[0], a.cols, rows, a.cols};
   }
@@ -176,7 +176,7 @@ struct backward_op {
 
   /// As forward_op: dy, then y, read from tiles; dx written over dy's.
   __device__ static T const* input(args const& a, int t) { return t == 0 ? a.dy : a.y; }
-  __device__ static T* output(args const& a) { return a.dx; }
+  __host__ __device__ static T* output(args const& a) { return a.dx; }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[tensors], std::int64_t rows) {
     return {tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols, rows, a.cols};
   }
