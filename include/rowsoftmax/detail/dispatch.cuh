@@ -311,9 +311,12 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
       lc.numAttrs = 1;
       ROWSOFTMAX_TRY(cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, ws));
       if (skip_windows == 0) return cudaSuccess;
+      // The windows of row 0 the workspace covers, one CTA allowed to start before the split
+      // kernel ends (see held_back_kernel).
       lc.gridDim = dim3(1, 1, 1);
       lc.dynamicSmemBytes = 0;
-      lc.numAttrs = 0;
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
       return cudaLaunchKernelEx(&lc, &held_back_kernel<Op, V, C>, a, ws);
     } else {
       const cluster_arg c{p.cluster_size, share_windows(p),

@@ -816,17 +816,6 @@ struct staged_share {
       }
     }
   }
-
-  /// The windows `store` held back, read again from x and stored given the row's total.
-  __device__ void store_held_back(partial total) const {
-    const float sh = safe_shift(total.m), inv = 1.0f / total.s;
-    for (int i = static_cast<int>(threadIdx.x); i < held_back; i += threads) {
-      const vec v = staged_edge<T, V>(x, cols, shift, first + i);
-      const vec out = fused_exp::fits(sh) ? Op::normalized(v, fused_exp(sh), inv)
-                                          : Op::normalized(v, shifted_exp{sh}, inv);
-      staged_edge_store<T, V>(y, cols, shift, first + i, out);
-    }
-  }
 };
 
 /// Forward rows in shared memory, one a cluster (see staged_share): the CTAs stage their
@@ -907,32 +896,78 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
 #endif
 }
 
+/// Waits until the grid this one depends on has completed and its memory operations are
+/// visible (a launch with programmatic stream serialization, sm_90: the grid may start before).
+__device__ inline void wait_for_prior_grid() {
+  NV_IF_TARGET(NV_PROVIDES_SM_90, (asm volatile("griddepcontrol.wait;" ::: "memory");))
+}
+
 /// After a split or staged split launch whose workspace is in the output
 /// (split_workspace::skip_windows > 0), one CTA: the windows of row 0 that the workspace covers,
 /// which the split kernels left, read again and stored given row 0's total, as those kernels
 /// store them; the total gathered from group 0's first meeting as its CTAs gathered it (so all
-/// bitwise the same), before any of the workspace is overwritten. (Stored at the end of the
+/// bitwise the same), before any of the workspace is overwritten. Launched to start while the
+/// split kernel ends (programmatic stream serialization), it loads the first windows of x (which
+/// the split kernel does not write) before it waits for that kernel. (Stored at the end of the
 /// split kernel instead, by the CTAs that held them back once all had finished, or with row 0's
 /// total kept by the kernel, they spilled the forward split kernel's row state, ptxas, sm_90.)
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta, 1)
     held_back_kernel(typename Op::args const a, split_workspace const ws) {
   using shape = kernel_shape<Op, V, Config>;
+  constexpr int threads = shape::threads_per_cta;
   __shared__ typename shape::exchange::storage smem;
   constexpr bool all_threads = kernel_configs[Config].algo == algorithm::split;
-  const partial total = gather<typename shape::exchange, shape::threads_per_cta, all_threads>(
-      meeting_slots(ws, 0, 0), ws.split_ctas, 1, smem);
-  __syncthreads();  // every thread has its total before the workspace is overwritten
+  auto total_of_row_0 = [&] {
+    wait_for_prior_grid();
+    const partial total = gather<typename shape::exchange, threads, all_threads>(
+        meeting_slots(ws, 0, 0), ws.split_ctas, 1, smem);
+    __syncthreads();  // every thread has the total before the workspace is overwritten
+    return total;
+  };
   if constexpr (kernel_configs[Config].algo == algorithm::staged_split) {
-    using staged = staged_share<Op, V, Config>;
-    for (int rank = 0; rank * ws.share < ws.skip_windows; ++rank)
-      staged(a, 0, rank, ws.share, ws.skip_windows).store_held_back(total);
+    // Row windows, `batch` a thread at a time, as staged_share reads and stores them.
+    using T = typename Op::value_type;
+    using vec = vec_t<T, V>;
+    constexpr int batch = 8;
+    const row_window w = Op::template window<V>(a, 0, 0, 1);
+    const int cols = static_cast<int>(w.cols), shift = w.shift;
+    const int whole1 = (cols + shift) / V;  // windows [whole0, whole1) are whole
+    const int whole0 = shift > 0 ? 1 : 0;
+    partial total{};
+    for (int j0 = 0; j0 < ws.skip_windows; j0 += batch * threads) {
+      vec v[batch];
+#pragma unroll
+      for (int k = 0; k < batch; ++k) {
+        const int j = j0 + k * threads + static_cast<int>(threadIdx.x);
+        if (j < ws.skip_windows)
+          v[k] = j >= whole0 && j < whole1 ? vec::load(a.x + j * V - shift, no_hint{})
+                                           : staged_edge<T, V>(a.x, cols, shift, j);
+      }
+      if (j0 == 0) total = total_of_row_0();
+      const float sh = safe_shift(total.m), inv = 1.0f / total.s;
+#pragma unroll
+      for (int k = 0; k < batch; ++k) {
+        const int j = j0 + k * threads + static_cast<int>(threadIdx.x);
+        if (j >= ws.skip_windows) continue;
+        const vec out = fused_exp::fits(sh) ? Op::normalized(v[k], fused_exp(sh), inv)
+                                            : Op::normalized(v[k], shifted_exp{sh}, inv);
+        if (j >= whole0 && j < whole1) {
+          out.store(a.y + j * V - shift);
+        } else {
+          staged_edge_store<T, V>(a.y, cols, shift, j, out);
+        }
+      }
+    }
   } else {
+    // Tiles, as tile_share stores them.
     using tiles = tile_share<Op, V, Config>;
     typename tiles::fragment f;
+    Op::load(a, Op::template window<V>(a, 0, threadIdx.x, tiles::tpr), f);
+    const partial total = total_of_row_0();
     for (std::int64_t t = 0; t * tiles::tile < ws.skip_windows; ++t) {
       const row_window w = Op::template window<V>(a, 0, t * tiles::tile + threadIdx.x, tiles::tpr);
-      Op::load(a, w, f);
+      if (t > 0) Op::load(a, w, f);
       Op::fold(f);
       Op::template store<true>(a, w, f, total);
     }
