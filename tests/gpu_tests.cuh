@@ -480,7 +480,7 @@ TYPED_TEST_P(Gpu, StagedRowsOfMidLaunches) {
     check_forward<T>(layouts<T>(rows, 100000)[0], seed_of(rows, 100000, 34));
 }
 
-// The workspace launchers: rows just above the longest register rows (split, but fp32 forward,
+// The workspace launchers: rows just above the longest register rows (split, but fp32,
 // streamed with one tile read twice) and of 2^20 + 3, several
 // rounds of rows in flight (13 rows; forward 2^20 + 3 also 29), every layout; the longest 16-bit
 // forward rows the staged split takes (a quarter of the CTAs the device runs) and rows just longer

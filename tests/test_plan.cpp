@@ -874,12 +874,12 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
               EXPECT_GT(cols, 198 * 32768 / static_cast<std::int64_t>(elem));
             }
           }
-          // Streaming that reads the row once, or forward little of it twice (fp32 from 262145
-          // columns, 33 tiles over 16 CTAs of 2 held; ForwardRowsStreamedMostlyOnChip...), takes
-          // no workspace.
+          // Streaming that reads the row once, or little of it twice (one tile, or forward up to
+          // 3/8 of them in full launches: fp32 from 262145 columns, 33 tiles over 16 CTAs of 2
+          // held; RowsStreamedMostlyOnChip...), takes no workspace.
           const std::int64_t twice = rs::detail::streamed_twice_tiles(s, dir, elem);
           EXPECT_EQ(twice == 0, rs::detail::reads_once(s, dir, elem));
-          if (twice == 0 || (fwd && rs::detail::streams_partly_twice(s, rows, elem, h200))) {
+          if (twice == 0 || rs::detail::streams_partly_twice(s, dir, rows, elem, h200)) {
             EXPECT_EQ(p.config, s.config);
             EXPECT_EQ(p.cluster_size, s.cluster_size);
             EXPECT_EQ(p.workspace_bytes, 0);
@@ -978,7 +978,7 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
     }
 }
 
-TEST(Plan, ForwardRowsStreamedMostlyOnChipTakeNoWorkspace) {
+TEST(Plan, RowsStreamedMostlyOnChipTakeNoWorkspace) {
   // fp32 forward rows beyond 16 wide cluster CTAs stream through 16 CTAs, each keeping a tile in
   // registers and one stashed; given a workspace, they stay streamed where one of their tiles
   // (8192 columns each) is read twice, or at most three eighths of them and the launch fills
@@ -1004,9 +1004,18 @@ TEST(Plan, ForwardRowsStreamedMostlyOnChipTakeNoWorkspace) {
   const auto m = rs::plan_for(rs::direction::forward, 8, 262143, 4, {4, true}, h200, true);
   EXPECT_EQ(m.algo, algorithm::streaming);
   EXPECT_EQ(rs::detail::streamed_twice_tiles(m, rs::direction::forward, 4), 1);
-  // Backward rows that streaming does not read once are split, as before.
-  const auto b = rs::plan_for(rs::direction::backward, 512, 8192 * 33, 4, {4, false}, h200, true);
-  EXPECT_EQ(b.algo, algorithm::split);
+  // Backward rows streamed with one tile read twice stay streamed; with more, they are split.
+  for (std::int64_t rows : {8, 64, 512}) {
+    const auto b =
+        rs::plan_for(rs::direction::backward, rows, 8192 * 33, 4, {4, false}, h200, true);
+    EXPECT_EQ(b.algo, algorithm::streaming) << rows;
+    const auto c =
+        rs::plan_for(rs::direction::backward, rows, 8192 * 34, 4, {4, false}, h200, true);
+    EXPECT_EQ(c.algo, algorithm::split) << rows;
+  }
+  const auto mb = rs::plan_for(rs::direction::backward, 512, 262143, 4, {4, true}, h200, true);
+  EXPECT_EQ(mb.algo, algorithm::streaming);
+  EXPECT_EQ(rs::detail::streamed_twice_tiles(mb, rs::direction::backward, 4), 1);
   // Without clusters, rows streamed through one CTA that reads a tile twice are split.
   for (std::int64_t rows : {1, 512, 100000}) {
     const auto one = rs::plan_for(rs::direction::forward, rows, 8192 * 3, 4, {4, false}, a100);

@@ -611,26 +611,30 @@ constexpr std::int64_t streamed_twice_tiles(plan const& p, direction dir,
   return r * (q + 1 > held ? q + 1 - held : 0) + (n - r) * (q > held ? q - held : 0);
 }
 
-/// Whether `rows` forward rows that the streaming plan `p` reads partly twice run streamed
-/// rather than split, given a workspace: where one tile of a row is read twice, or at most three
+/// Whether `rows` rows that the streaming plan `p` reads partly twice run streamed rather than
+/// split, given a workspace: where one tile of a row is read twice, or, forward, at most three
 /// eighths of its tiles and the launch fills at least eight waves of the CTAs an SM holds. On the
-/// H200 (fp32, 16 CTAs of 2 tiles held; README, "Tuning notes" 65) 262145 columns (1 tile of 33
-/// read twice) ran streamed at 63-86% of copy against 57-74% split at 64-511 rows; 327680-393216
-/// columns (8-16 of 40-48) at 256-409 rows 2.3-6 points faster streamed, at 192 rows within 2.6,
-/// at 16-128 rows (fewer than six waves) split up to 9 points faster back to back (within 0.5 at
-/// a few); 458752 and 491520 (24 of 56, 28 of 60) within 0.7 either way at 273-292 rows, 516096
-/// (31 of 63) 1.3-2.1 points slower.
+/// H200 (fp32, 16 CTAs of 2 tiles held; README, "Tuning notes" 65, 66) forward 262145 columns (1
+/// tile of 33 read twice) ran streamed at 63-86% of copy against 57-74% split at 64-511 rows;
+/// 327680-393216 columns (8-16 of 40-48) at 256-409 rows 2.3-6 points faster streamed, at 192
+/// rows within 2.6, at 16-128 rows (fewer than six waves) split up to 9 points faster back to
+/// back (within 0.5 at a few); 458752 and 491520 (24 of 56, 28 of 60) within 0.7 either way at
+/// 273-292 rows, 516096 (31 of 63) 1.3-2.1 points slower. Backward, one tile twice: 262143
+/// columns (misaligned) x 512 rows 92.3% streamed against 85.0% split, 262145 x 64 69.4% against
+/// 63.9%, x 8 32.2% against 28.6%, 270000 x 497 86.9% against 86.1% (more tiles not measured).
 /// Rows streamed through one CTA (no clusters) are split: not measured, and a row then has one
 /// SM where the split gives it several.
-constexpr bool streams_partly_twice(plan const& p, std::int64_t rows, std::size_t elem_size,
-                                    device_limits const& limits) noexcept {
+constexpr bool streams_partly_twice(plan const& p, direction dir, std::int64_t rows,
+                                    std::size_t elem_size, device_limits const& limits) noexcept {
   if (p.cluster_size < 2) return false;
-  const std::int64_t twice = streamed_twice_tiles(p, direction::forward, elem_size);
+  const std::int64_t twice = streamed_twice_tiles(p, dir, elem_size);
+  if (twice == 1) return true;
+  if (dir == direction::backward) return false;
   const std::int64_t waves =
       rows * p.cluster_size /
       (std::int64_t{limits.sm_count} *
        ctas_per_sm(kernel_configs[p.config], tensors_of(direction::forward), elem_size));
-  return twice == 1 || (8 * twice <= 3 * row_tiles(p) && waves >= 8);
+  return 8 * twice <= 3 * row_tiles(p) && waves >= 8;
 }
 
 /// Whether plan `p` can run its rows: a known configuration, a cluster within 16, groups (split,
@@ -848,9 +852,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // (streams_partly_twice; fp32 2^20 columns streamed at 66-67% against 78% split).
   const plan streaming =
       make_streaming_plan(dir, layout, rows, windows, elem_size, limits, max_cluster);
-  const bool streams =
-      reads_once(streaming, dir, elem_size) ||
-      (dir == direction::forward && streams_partly_twice(streaming, rows, elem_size, limits));
+  const bool streams = reads_once(streaming, dir, elem_size) ||
+                       streams_partly_twice(streaming, dir, rows, elem_size, limits);
   //
   // Without a workspace, rows out of place on devices with clusters are split as well, their
   // workspace kept in the output's first row (plan::workspace_in_output), which holds it: the
