@@ -30,13 +30,15 @@ enum class algorithm : std::uint8_t {
                  ///< twice
   split,         ///< many CTAs share a row through a workspace, each keeping its share on chip
                  ///< (registers and shared memory) where the CTAs the device runs at once hold
-                 ///< it; x is read once, or the overflow twice (launchers given a workspace)
+                 ///< it; x is read once, or the overflow twice (launchers given a workspace,
+                 ///< or without one out of place: plan::workspace_in_output)
   staged,        ///< forward only: a thread-block cluster (sm_90+) copies one row into its CTAs'
                  ///< shared memory (bulk asynchronous copies) and reduces and normalizes it from
                  ///< there, its registers free of row data; x is read once
   staged_split,  ///< forward only (sm_90+): many CTAs share a row through a workspace, as
                  ///< split, each copying its share into shared memory, as staged; x is read
-                 ///< once (launchers given a workspace; the planner's choice for 16-bit rows)
+                 ///< once (launchers given a workspace, or out of place without one; the
+                 ///< planner's choice for 16-bit rows)
 };
 
 /// What the planner needs to know about the device. `query_device_limits` (softmax.cuh) fills
