@@ -90,8 +90,8 @@ struct plan {
   std::int64_t workspace_bytes = 0;  ///< bytes of workspace the plan needs (split, staged split)
   bool workspace_in_output = false;  ///< split, staged split planned without a workspace: the
                                      ///< launcher keeps the `workspace_bytes` in the output's
-                                     ///< first row (from its first 16-byte boundary), which
-                                     ///< the kernel writes last
+                                     ///< first row (from its first 16-byte boundary), whose
+                                     ///< windows there a second kernel stores last
 };
 
 namespace detail {
@@ -682,8 +682,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// (read once, half the CTAs). Longer rows stream in tiles through the fewest
 /// CTAs of a cluster (or one CTA) that keep the row on chip (registers and a shared-memory stash),
 /// or through as many as allowed, reading the overflow twice; `with_workspace` (the launchers given
-/// a workspace) they are split over many CTAs instead (but forward rows of which streaming
-/// reads little twice, see streams_partly_twice): 16-bit forward rows of which the
+/// a workspace) they are split over many CTAs instead (but rows of which streaming reads
+/// little twice, see streams_partly_twice): 16-bit forward rows of which the
 /// device holds four in shared memory staged (see `algorithm::staged_split`, sm_90), other rows
 /// with their tiles in registers and stashes (see `algorithm::split`). Without a workspace, rows
 /// out of place (`layout.out_of_place`) on devices with clusters are split the same way, their
@@ -859,8 +859,9 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   //
   // Without a workspace, rows out of place on devices with clusters are split as well, their
   // workspace kept in the output's first row (plan::workspace_in_output), which holds it: the
-  // split rows are longer than 16 CTAs hold. On the H200 (rows*cols = 2^27) streamed rows of
-  // 2^20-2^24 columns ran at 47-73% of copy, split ones at 63-89% (README, "Tuning notes" 66).
+  // split rows are longer than 16 CTAs hold. On the H200 (rows*cols = 2^27) rows of 2^20-2^24
+  // columns ran so at 63-87% of copy, 0-2.5 points below the workspace launchers, streamed at
+  // 47-73.5% (16-bit forward 2^20: 71-71.7% against 71.8%; README, "Tuning notes" 66).
   const bool in_output = !with_workspace && layout.out_of_place && max_cluster >= 2;
   if ((with_workspace || in_output) && !streams) {
     plan p{};

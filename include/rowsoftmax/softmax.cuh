@@ -91,10 +91,11 @@ cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::ar
 /// first call per device (and per cluster kernel) queries device attributes once.
 ///
 /// Rows longer than a cluster holds on chip (256K fp32, 512K bf16/fp16 elements on sm_90) are
-/// split over many CTAs as by the workspace overload; out of place, the few KB it would ask
-/// for are kept in y's first row (zeroed on `stream` first, its softmax stored last), so y's
-/// first row holds other values until the kernel ends. In place, such rows stream through a
-/// cluster instead (the overflow read twice).
+/// planned as by the workspace overload; out of place, where that splits them, the workspace it
+/// would ask for (a few tens of KB at most) is kept in y's first row: zeroed on `stream` first,
+/// its softmax stored by a second kernel after the split one, so that y's first row holds other
+/// values until the call's last kernel ends. In place, such rows stream through a cluster
+/// instead (the overflow read twice).
 ///
 /// @code
 /// rowsoftmax::softmax_forward(x, ld, y, ld, rows, cols, stream);

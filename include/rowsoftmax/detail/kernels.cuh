@@ -806,13 +806,49 @@ struct staged_share {
 #pragma unroll 2
     for (int k = K0; k < K1; ++k) {
       const int i = k * threads + static_cast<int>(threadIdx.x);
-      if (i < owned && i >= held_back) {
-        const vec out = Op::normalized(bits_as<vec>(staged[i]), e, inv);
-        if (i >= whole0 && i < whole1) {
-          out.store(y + at + i * V);
-        } else {
-          staged_edge_store<T, V>(y, cols, shift, first + i, out);
-        }
+      if (i < owned && i >= held_back)
+        store_window(i, Op::normalized(bits_as<vec>(staged[i]), e, inv));
+    }
+  }
+
+  /// Window `i` of the share (from its first) into y: a whole window as one vector, a ragged one
+  /// element-wise.
+  __device__ void store_window(int i, vec const& out) const {
+    if (i >= whole0 && i < whole1) {
+      out.store(y + at + i * V);
+    } else {
+      staged_edge_store<T, V>(y, cols, shift, first + i, out);
+    }
+  }
+
+  /// Window `i` of the share read from x, as `store_window` writes it (`start` copies whole
+  /// windows in bulk instead).
+  __device__ vec load_window(int i) const {
+    return i >= whole0 && i < whole1 ? vec::load(x + at + i * V, no_hint{})
+                                     : staged_edge<T, V>(x, cols, shift, first + i);
+  }
+
+  /// The windows `store` holds back (row 0's, those the workspace covers), read again, normalized
+  /// by the row's total (as `store` does) and stored, `batch` a thread at a time: `total()` gives
+  /// it, called once, after the first batch's loads (see held_back_kernel).
+  template <int batch, class Total>
+  __device__ void store_held_back(Total&& total) const {
+    partial t{};
+    for (int i0 = 0; i0 < held_back; i0 += batch * threads) {
+      vec v[batch];
+#pragma unroll
+      for (int k = 0; k < batch; ++k) {
+        const int i = i0 + k * threads + static_cast<int>(threadIdx.x);
+        if (i < held_back) v[k] = load_window(i);
+      }
+      if (i0 == 0) t = total();
+      const float sh = safe_shift(t.m), inv = 1.0f / t.s;
+#pragma unroll
+      for (int k = 0; k < batch; ++k) {
+        const int i = i0 + k * threads + static_cast<int>(threadIdx.x);
+        if (i < held_back)
+          store_window(i, fused_exp::fits(sh) ? Op::normalized(v[k], fused_exp(sh), inv)
+                                              : Op::normalized(v[k], shifted_exp{sh}, inv));
       }
     }
   }
@@ -926,39 +962,17 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     return total;
   };
   if constexpr (kernel_configs[Config].algo == algorithm::staged_split) {
-    // Row windows, `batch` a thread at a time, as staged_share reads and stores them.
-    using T = typename Op::value_type;
-    using vec = vec_t<T, V>;
-    constexpr int batch = 8;
-    const row_window w = Op::template window<V>(a, 0, 0, 1);
-    const int cols = static_cast<int>(w.cols), shift = w.shift;
-    const int whole1 = (cols + shift) / V;  // windows [whole0, whole1) are whole
-    const int whole0 = shift > 0 ? 1 : 0;
+    // Each share's held-back windows, 8 a thread at a time; row 0's total once, after the
+    // first loads.
     partial total{};
-    for (int j0 = 0; j0 < ws.skip_windows; j0 += batch * threads) {
-      vec v[batch];
-#pragma unroll
-      for (int k = 0; k < batch; ++k) {
-        const int j = j0 + k * threads + static_cast<int>(threadIdx.x);
-        if (j < ws.skip_windows)
-          v[k] = j >= whole0 && j < whole1 ? vec::load(a.x + j * V - shift, no_hint{})
-                                           : staged_edge<T, V>(a.x, cols, shift, j);
-      }
-      if (j0 == 0) total = total_of_row_0();
-      const float sh = safe_shift(total.m), inv = 1.0f / total.s;
-#pragma unroll
-      for (int k = 0; k < batch; ++k) {
-        const int j = j0 + k * threads + static_cast<int>(threadIdx.x);
-        if (j >= ws.skip_windows) continue;
-        const vec out = fused_exp::fits(sh) ? Op::normalized(v[k], fused_exp(sh), inv)
-                                            : Op::normalized(v[k], shifted_exp{sh}, inv);
-        if (j >= whole0 && j < whole1) {
-          out.store(a.y + j * V - shift);
-        } else {
-          staged_edge_store<T, V>(a.y, cols, shift, j, out);
-        }
-      }
-    }
+    bool gathered = false;
+    for (int rank = 0; rank * ws.share < ws.skip_windows; ++rank)
+      staged_share<Op, V, Config>(a, 0, rank, ws.share, ws.skip_windows)
+          .template store_held_back<8>([&] {
+            if (!gathered) total = total_of_row_0();
+            gathered = true;
+            return total;
+          });
   } else {
     // Tiles, as tile_share stores them.
     using tiles = tile_share<Op, V, Config>;
