@@ -433,6 +433,63 @@ TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
   }
 }
 
+// Clusters of 144 bytes a thread (backward rows 16 CTAs of 128 bytes do not hold) and of 288
+// (fp32 forward, beside 256): on devices with clusters of 16, the plans at the edges (the last
+// window of 16 such CTAs and one more, streamed), in 17 rows of every layout, random and special
+// values; on the H200, 288 bytes at 163841 columns (9 CTAs, not 11 of 256), 256 at 262144 (16,
+// not 15 of 288: the H200 runs clusters of 16 more fully).
+TYPED_TEST_P(Gpu, ClustersOfMoreBytesAThread) {
+  using T = TypeParam;
+  device_limits limits;
+  ROWSOFTMAX_CUDA_OK(current_device_limits(&limits));
+  const bool fp32 = sizeof(T) == 4;
+  // Columns of 16 CTAs of 144 bytes a thread, aligned (256 threads x 9 vectors each).
+  const std::int64_t most144 = 16 * 256 * 9 * vec_of<T>();
+  const std::int64_t most288 = 2 * most144;
+  const row_layout aligned{int(vec_of<T>()), false};
+  if (limits.compute_capability >= 90 && limits.max_cluster_size == 16) {
+    const plan b = plan_for<T>(direction::backward, 17, most144, aligned, limits);
+    EXPECT_EQ(b.config, detail::cluster144_config) << to_string(b);
+    EXPECT_EQ(b.cluster_size, 16) << to_string(b);
+    const plan b1 = plan_for<T>(direction::backward, 17, most144 + 1, aligned, limits);
+    EXPECT_EQ(b1.algo, algorithm::streaming) << to_string(b1);
+    if (fp32) {
+      const plan f = plan_for<T>(direction::forward, 17, most288, aligned, limits);
+      EXPECT_EQ(f.config, detail::wide_cluster288_config) << to_string(f);
+      EXPECT_EQ(f.cluster_size, 16) << to_string(f);
+      const plan f1 = plan_for<T>(direction::forward, 17, most288 + 1, aligned, limits);
+      EXPECT_EQ(f1.algo, algorithm::streaming) << to_string(f1);
+    }
+  }
+  std::vector<std::int64_t> cols_list{most144 - 3, most144, most144 + 1};
+  if (fp32) cols_list.insert(cols_list.end(), {most288 - 3, most288, most288 + 1});
+  for (std::int64_t cols : cols_list)
+    for (shape s : layouts<T>(17, cols)) {
+      if (fp32 && cols > most144 + 1) {
+        check_forward<T>(s, seed_of(cols, s.out_offset, 31));
+      } else {
+        check_backward<T>(s, seed_of(cols, s.out_offset, 32));
+      }
+    }
+  for (shape s : layouts<T>(17, most144 - 3)) {
+    check_forward<T>(s, seed_of(s.cols, s.out_offset, 33), fill::special);
+    check_backward<T>(s, seed_of(s.cols, s.out_offset, 34), fill::special);
+  }
+  if constexpr (sizeof(T) == 4) {
+    for (std::int64_t cols : {163841, 262144}) {
+      const shape s = layouts<T>(17, cols)[cols % 4 == 0 ? 0 : 1];
+      if (limits.compute_capability >= 90 && limits.max_cluster_size == 16 &&
+          limits.sm_count == 132 && limits.clusters_at_two_an_sm[16] == 14) {  // the H200's
+        const plan p = plan_for<T>(direction::forward, 17, cols, layout_for<T>(s), limits);
+        EXPECT_EQ(p.config,
+                  cols == 163841 ? detail::wide_cluster288_config : detail::wide_cluster_config)
+            << to_string(p);
+      }
+      check_forward<T>(s, seed_of(cols, 17, 35));
+    }
+  }
+}
+
 // fp32 forward rows of 5 to 16 staged CTAs (or of 4 more than 7/8 full) in launches of more than
 // 3 and at most 60 such CTAs an SM (plan_for): the planner's edges on this device (the fewest rows
 // above 3 an SM and the rows below; the most rows at 60 an SM and one more, aligned), every layout
@@ -651,7 +708,14 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
       const shape s = layouts<T>(2 * limits.sm_count / 3 + 1, cols)[static_cast<std::size_t>(l)];
       check_forward<T>(s, seed_of(cols, s.rows, 23));
     }
-  for (shape s : layouts<T>(3, 140000)) check_forward<T>(s, seed_of(s.cols, s.out_offset, 24));
+  // Clusters of 288 bytes a thread (fp32 forward, 140000: 8 CTAs) and of 144 (backward rows 16
+  // CTAs of 128 bytes do not hold: fp32 140000, 16 CTAs; 16-bit 270000, 15).
+  for (shape s : layouts<T>(3, 140000)) {
+    check_forward<T>(s, seed_of(s.cols, s.out_offset, 24));
+    check_backward<T>(s, seed_of(s.cols, s.out_offset, 29));
+  }
+  if (sizeof(T) == 2)
+    for (shape s : layouts<T>(3, 270000)) check_backward<T>(s, seed_of(s.cols, s.out_offset, 30));
   // Tensors that end where their allocations do, rows misaligned (offset 1), so that memcheck
   // sees any read past a tensor's last element (the other shapes leave 64 elements of poison
   // after it); rows of 2 columns 3 apart as well, a row's 16-byte vector reaching past the next.
@@ -673,8 +737,9 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
 REGISTER_TYPED_TEST_SUITE_P(Gpu, GraphCapture, ShapeTable, TierThresholds, StridesOffsetsAndInPlace,
                             SpecialValues, RandomShapes, EveryConfigurationThatHoldsTheRow,
                             LongRowsStream, SplitRowsWithTheWorkspaceInTheOutput,
-                            FullLaunchesOfClusterRows, StagedRowsOfMidLaunches,
-                            SplitRowsWithAWorkspace, SplitRowsWhoseSharesChange, StaleWorkspace,
-                            PlanQueryMatchesThePlanner, SanitizerSubset, ShortRowsSeveralAThread);
+                            FullLaunchesOfClusterRows, ClustersOfMoreBytesAThread,
+                            StagedRowsOfMidLaunches, SplitRowsWithAWorkspace,
+                            SplitRowsWhoseSharesChange, StaleWorkspace, PlanQueryMatchesThePlanner,
+                            SanitizerSubset, ShortRowsSeveralAThread);
 
 }  // namespace rowsoftmax::test

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace rs = rowsoftmax;
 using rs::algorithm;
@@ -25,9 +26,10 @@ struct case_t {
   rs::row_layout layout;
 };
 
-// Register bytes one thread holds per tensor: 128 in every tier but the widest cluster's 256,
+// Register bytes one thread holds per tensor: 80 to 144 in every tier but the wide clusters' 256
+// and 288,
 // the budgets the kernels were sized for; the scalar fallback holds bytes / 4 elements.
-constexpr int max_bytes_per_thread = 256;
+constexpr int max_bytes_per_thread = 288;
 
 // The first rule a plan breaks, or nullptr. Cheap enough to run 36 million times.
 const char* plan_error(rs::plan const& p, std::int64_t rows, std::int64_t cols, case_t c,
@@ -135,12 +137,26 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
     EXPECT_EQ(k.clustered, untiled.clustered);
     EXPECT_EQ(k.scalar_ok, untiled.scalar_ok);
   }
-  EXPECT_EQ(rs::detail::last_tiled_config + 1, rs::detail::num_kernel_configs);
+  // After them, clusters of 144 and 288 bytes a thread.
+  EXPECT_EQ(rs::detail::cluster144_config, rs::detail::last_tiled_config + 1);
+  EXPECT_EQ(rs::detail::wide_cluster288_config, rs::detail::last_tiled_config + 2);
+  EXPECT_EQ(rs::detail::wide_cluster288_config + 1, rs::detail::num_kernel_configs);
+  for (int c : {rs::detail::cluster144_config, rs::detail::wide_cluster288_config}) {
+    auto const& k = kernel_configs[c];
+    EXPECT_EQ(k.algo, algorithm::cluster);
+    EXPECT_EQ(k.bytes, c == rs::detail::cluster144_config ? 144 : 288);
+    EXPECT_EQ(k.threads_per_cta, 256);
+    EXPECT_EQ(k.threads_per_row, 256);
+    EXPECT_TRUE(k.clustered);
+    EXPECT_FALSE(k.scalar_ok);
+  }
   for (int c = 0; c < rs::detail::num_kernel_configs; ++c) {
-    if (c < rs::detail::first_short_row_config) {
+    if (c < rs::detail::first_short_row_config || c > rs::detail::last_tiled_config) {
       EXPECT_EQ(kernel_configs[c].rows_per_thread, 1) << "config " << c;
     }
-    EXPECT_EQ(kernel_configs[c].tiled, c >= rs::detail::first_tiled_config) << "config " << c;
+    EXPECT_EQ(kernel_configs[c].tiled,
+              c >= rs::detail::first_tiled_config && c <= rs::detail::last_tiled_config)
+        << "config " << c;
   }
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
     for (int vec : {static_cast<int>(16 / elem), 1})
@@ -354,46 +370,60 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 512 * n + 1).cluster_size, 5);
     EXPECT_EQ(fwd(elem, 2048 * n).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 2048 * n).vecs_per_thread * fwd(elem, 2048 * n).vec, n);
-    // More than 8 such CTAs (in a launch of more CTAs than SMs): half as many of 256 bytes a
-    // thread.
-    EXPECT_EQ(fwd(elem, 2048 * n + 1).cluster_size, 5);
-    EXPECT_EQ(fwd(elem, 2048 * n + 1).vecs_per_thread * fwd(elem, 2048 * n + 1).vec, 2 * n);
+    // More than 8 such CTAs (in a launch of more CTAs than SMs): fewer of 256 or 288 bytes a
+    // thread, 288 where they take fewer CTAs that the H200 runs about as fully at once (clusters
+    // of 4 at 94% of its slots against 5 at 89%).
+    EXPECT_EQ(fwd(elem, 2048 * n + 1).cluster_size, 4);
+    EXPECT_EQ(fwd(elem, 2048 * n + 1).config, rs::detail::wide_cluster288_config);
+    EXPECT_EQ(fwd(elem, 2048 * n + 1).vecs_per_thread * fwd(elem, 2048 * n + 1).vec, 9 * n / 4);
     EXPECT_EQ(fwd(elem, 4096 * n).cluster_size, 8);
-    EXPECT_EQ(fwd(elem, 4096 * n).threads_per_cta, 256);
+    EXPECT_EQ(fwd(elem, 4096 * n).config, rs::detail::wide_cluster_config);  // 8 CTAs either way
     // Vocabulary rows: as many CTAs as they need.
     EXPECT_EQ(fwd(elem, 32000).cluster_size, 4);  // staged: 1024 rows (Fp32ForwardStagedInMid...)
     EXPECT_EQ(fwd(elem, 32000).algo, algorithm::staged);
     // 50257 columns in 1024 rows: 7 staged CTAs (7168 in all, at most 60 an SM); in the 2^27
-    // launch (2670 rows) 4 CTAs of 256 bytes a thread, not 13 of 128 threads.
+    // launch (2670 rows) 4 CTAs of 256 bytes a thread, not 13 of 128 threads (nor 3 of 288:
+    // clusters of 3 fill 90% of the H200 at once, of 4 94%).
     EXPECT_EQ(fwd(elem, 50257).algo, algorithm::staged);
     EXPECT_EQ(fwd(elem, 50257).cluster_size, 7);
     EXPECT_EQ(rs::plan_for(rs::direction::forward, 2670, 50257, elem, {4, false}, h200).config,
               rs::detail::wide_cluster_config);
     EXPECT_EQ(
         rs::plan_for(rs::direction::forward, 2670, 50257, elem, {4, false}, h200).cluster_size, 4);
+    // 128256: 8 CTAs of 256 bytes (91%), not 7 of 288 (85%).
     EXPECT_EQ(fwd(elem, 128256).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 128256).threads_per_cta, 256);
     EXPECT_EQ(fwd(elem, 128256).vecs_per_thread * fwd(elem, 128256).vec, 2 * n);
-    // Beyond 16 CTAs of 256 threads: 256 bytes a thread, again as many CTAs as needed.
-    EXPECT_EQ(fwd(elem, 4096 * n + 1).vecs_per_thread * fwd(elem, 4096 * n + 1).vec, 2 * n);
-    EXPECT_EQ(fwd(elem, 4096 * n + 1).cluster_size, 9);
-    EXPECT_EQ(fwd(elem, 151936).cluster_size, 10);
+    // 8 of 288 (91%) rather than 9 of 256 (78%), 9 (78%) rather than 10 (80%).
+    EXPECT_EQ(fwd(elem, 4096 * n + 1).vecs_per_thread * fwd(elem, 4096 * n + 1).vec, 9 * n / 4);
+    EXPECT_EQ(fwd(elem, 4096 * n + 1).cluster_size, 8);
+    EXPECT_EQ(fwd(elem, 151936).cluster_size, 9);
+    EXPECT_EQ(fwd(elem, 151936).config, rs::detail::wide_cluster288_config);
+    // 16 of 256 (85%) rather than 15 of 288 (80%).
     EXPECT_EQ(fwd(elem, 8192 * n).algo, algorithm::cluster);
+    EXPECT_EQ(fwd(elem, 8192 * n).config, rs::detail::wide_cluster_config);
     EXPECT_EQ(fwd(elem, 8192 * n).cluster_size, 16);
-    // Then streaming in tiles of 256 threads x 128 bytes: 33 tiles over 16 CTAs, each keeping
+    // Beyond 16 CTAs of 256 bytes, those of 288.
+    EXPECT_EQ(fwd(elem, 8192 * n + 1).config, rs::detail::wide_cluster288_config);
+    EXPECT_EQ(fwd(elem, 8192 * n + 1).cluster_size, 15);
+    EXPECT_EQ(fwd(elem, 9216 * n).cluster_size, 16);
+    EXPECT_EQ(fwd(elem, 9216 * n).algo, algorithm::cluster);
+    // Then streaming in tiles of 256 threads x 128 bytes: 37 tiles over 16 CTAs, each keeping
     // one tile in registers and, forward, at most one in shared memory.
-    EXPECT_EQ(fwd(elem, 8192 * n + 1).algo, algorithm::streaming);
-    EXPECT_EQ(fwd(elem, 8192 * n + 1).cluster_size, 16);
-    EXPECT_EQ(fwd(elem, 8192 * n + 1).stash_tiles, 1);
+    EXPECT_EQ(fwd(elem, 9216 * n + 1).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 9216 * n + 1).cluster_size, 16);
+    EXPECT_EQ(fwd(elem, 9216 * n + 1).stash_tiles, 1);
     EXPECT_EQ(fwd(elem, 65536 * n).stash_tiles, 1);  // 256 tiles, 16 a CTA
     // Without size-16 clusters: up to 8, then streaming through clusters of up to 8.
     EXPECT_EQ(fwd(elem, 2048 * n, hopper_portable).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 2048 * n, hopper_portable).vecs_per_thread *
                   fwd(elem, 2048 * n, hopper_portable).vec,
               n);
-    EXPECT_EQ(fwd(elem, 2048 * n + 1, hopper_portable).cluster_size, 5);  // 256 bytes a thread
-    EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 2048 * n + 1, hopper_portable).cluster_size, 4);  // 288 bytes a thread
     EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).cluster_size, 8);
+    EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).config, rs::detail::wide_cluster288_config);
+    EXPECT_EQ(fwd(elem, 4608 * n + 1, hopper_portable).algo, algorithm::streaming);
+    EXPECT_EQ(fwd(elem, 4608 * n + 1, hopper_portable).cluster_size, 8);
     // Without clusters (sm_80): one 512-thread CTA up to twice a CTA, then one CTA streams.
     EXPECT_EQ(fwd(elem, 512 * n, a100).algo, algorithm::registers);
     EXPECT_EQ(fwd(elem, 512 * n, a100).threads_per_cta, 512);
@@ -446,10 +476,11 @@ TEST(Plan, WideForwardClustersForLongRowsInFullerLaunches) {
     EXPECT_EQ(plan(rs::direction::forward, rows, 128256).cluster_size, 8);
     EXPECT_EQ(plan(rs::direction::forward, rows, 128256).vecs_per_thread, 16);
   }
-  // 100000 columns: 13 CTAs of 128 bytes a thread up to 7 rows (91 CTAs), then 7 of 256.
+  // 100000 columns: 13 CTAs of 128 bytes a thread up to 7 rows (91 CTAs), then 6 of 288 (the
+  // H200 runs clusters of 6 and 7 such CTAs, 78 and 64 at once, about as fully: 89% and 85%).
   EXPECT_EQ(plan(rs::direction::forward, 7, 100000).cluster_size, 13);
-  EXPECT_EQ(plan(rs::direction::forward, 8, 100000).cluster_size, 7);
-  EXPECT_EQ(plan(rs::direction::forward, 8, 100000).vecs_per_thread, 16);
+  EXPECT_EQ(plan(rs::direction::forward, 8, 100000).cluster_size, 6);
+  EXPECT_EQ(plan(rs::direction::forward, 8, 100000).vecs_per_thread, 18);
   // 50257 columns, aligned: 13 CTAs of 128 threads (fewer idle slots than 7 of 256) up to 56
   // rows; 57 to 1131 rows take 7 staged CTAs a row (Fp32ForwardStagedInMidLaunches), and longer
   // launches 4 CTAs of 256 bytes a thread.
@@ -467,6 +498,99 @@ TEST(Plan, WideForwardClustersForLongRowsInFullerLaunches) {
   EXPECT_EQ(plan(rs::direction::backward, 8, 128256).cluster_size, 16);
   EXPECT_EQ(plan(rs::direction::forward, 1046, 65536).cluster_size, 8);
   EXPECT_EQ(plan(rs::direction::forward, 1046, 65536).vecs_per_thread, 8);
+}
+
+TEST(Plan, Fp32ForwardClustersOf288BytesWhereTheyFillTheDeviceAsWell) {
+  const auto fwd = [](std::int64_t rows, std::int64_t cols, rs::device_limits const& d = h200,
+                      std::size_t elem = 4) {
+    const int vec = static_cast<int>(16 / elem);
+    return rs::plan_for(rs::direction::forward, rows, cols, elem, {vec, cols % vec != 0}, d);
+  };
+  // The H200's clusters at two CTAs an SM: of 8 fill 91% of its slots at once, of 9 78%, of 10
+  // 80%, of 11 67%, of 12 73%, of 13 69%, of 15 80%, of 16 85%.
+  EXPECT_EQ(rs::detail::cluster_fill(h200, 1), 1000);
+  EXPECT_EQ(rs::detail::cluster_fill(h200, 8), 909);
+  EXPECT_EQ(rs::detail::cluster_fill(h200, 11), 666);
+  EXPECT_EQ(rs::detail::cluster_fill(h200, 16), 848);
+  // Columns (rows*cols = 2^27), then the CTAs of 288 bytes a thread planned, or 0 for 256
+  // bytes (measured both ways on the H200: README, "Tuning notes" 67).
+  const std::pair<std::int64_t, int> cases[] = {
+      {65537, 4},  {98305, 6},  {110000, 6},  {128256, 0},  {131073, 8},  {147457, 9},
+      {151936, 9}, {163841, 9}, {180000, 10}, {196608, 0},  {196609, 11}, {212000, 12},
+      {229377, 0}, {240000, 0}, {262144, 0},  {262143, 15}, {290000, 16}};
+  for (auto [cols, ctas] : cases) {
+    const std::int64_t rows = (std::int64_t{1} << 27) / cols;
+    const rs::plan p = fwd(rows, cols);
+    SCOPED_TRACE(std::to_string(cols) + ": " + rs::to_string(p));
+    EXPECT_EQ(p.config,
+              ctas > 0 ? rs::detail::wide_cluster288_config : rs::detail::wide_cluster_config);
+    if (ctas > 0) {
+      EXPECT_EQ(p.cluster_size, ctas);
+      EXPECT_EQ(p.vecs_per_thread, 18);
+    }
+    // Where nothing is known of the device's clusters, 288 bytes wherever they take fewer CTAs.
+    rs::device_limits unknown = h200;
+    for (int& c : unknown.clusters_at_two_an_sm) c = 0;
+    const rs::plan q = fwd(rows, cols, unknown);
+    const std::int64_t w = q.windows;
+    EXPECT_EQ(q.config, (w + 4607) / 4608 < (w + 4095) / 4096 || w > 16 * 4096
+                            ? rs::detail::wide_cluster288_config
+                            : rs::detail::wide_cluster_config);
+  }
+  // A device whose clusters of 9 fill it less than those of 11: 256 bytes at 163841.
+  rs::device_limits other = h200;
+  other.clusters_at_two_an_sm[9] = 12;
+  EXPECT_EQ(fwd(512, 163841, other).config, rs::detail::wide_cluster_config);
+  EXPECT_EQ(fwd(512, 163841, other).cluster_size, 11);
+  // Neither 16-bit forward (staged) nor backward.
+  for (std::int64_t cols : {163841, 262143, 524288}) {
+    EXPECT_NE(fwd(512, cols, h200, 2).config, rs::detail::wide_cluster288_config);
+    EXPECT_NE(rs::plan_for(rs::direction::backward, 512, cols, 4, {4, false}, h200).config,
+              rs::detail::wide_cluster288_config);
+  }
+  // Launches of a few rows that take 128-thread CTAs keep them (128256, rows 1-6: 16 CTAs).
+  EXPECT_EQ(fwd(1, 128256).config, rs::detail::cluster_config);
+}
+
+TEST(Plan, BackwardClustersOf144BytesForRowsThe128ByteClustersDoNotHold) {
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
+    SCOPED_TRACE(elem);
+    const std::int64_t v = 16 / static_cast<std::int64_t>(elem);
+    const auto bwd = [&](std::int64_t cols, bool shifted = false,
+                         rs::device_limits const& d = h200) {
+      return rs::plan_for(rs::direction::backward, 512, cols, elem, {int(v), shifted}, d);
+    };
+    const std::int64_t most128 = 16 * 256 * 8 * v, most144 = 16 * 256 * 9 * v;
+    EXPECT_EQ(bwd(most128).config, rs::detail::cluster_config);
+    EXPECT_EQ(bwd(most128).cluster_size, 16);
+    EXPECT_EQ(bwd(most128 + 1).config, rs::detail::cluster144_config);
+    EXPECT_EQ(bwd(most128 + 1).cluster_size, 15);
+    EXPECT_EQ(bwd(most128 - 1, true).config, rs::detail::cluster144_config);  // a head: 1 more
+    EXPECT_EQ(bwd(most144).config, rs::detail::cluster144_config);
+    EXPECT_EQ(bwd(most144).cluster_size, 16);
+    EXPECT_EQ(bwd(most144).vecs_per_thread, 9);
+    EXPECT_EQ(bwd(most144 + 1).algo, algorithm::streaming);
+    EXPECT_EQ(bwd(most144 - 1, true).algo, algorithm::streaming);
+    // The same with or without a workspace: read once.
+    const rs::plan w =
+        rs::plan_for(rs::direction::backward, 512, most144, elem, {int(v), false}, h200, true);
+    EXPECT_EQ(w.config, rs::detail::cluster144_config);
+    EXPECT_EQ(w.workspace_bytes, 0);
+    // Rows the 128-byte clusters hold keep them, and 16-bit rows of 11 or 12 of them stream.
+    EXPECT_EQ(bwd(most128 / 2 + 1).config, rs::detail::cluster_config);
+    if (elem == 2) {
+      EXPECT_EQ(bwd(163841, true).algo, algorithm::streaming);
+    }
+    // Clusters of up to 8: beyond 8 CTAs of 128 bytes.
+    EXPECT_EQ(bwd(most128 / 2 + 1, false, hopper_portable).config, rs::detail::cluster144_config);
+    EXPECT_EQ(bwd(most128 / 2 + 1, false, hopper_portable).cluster_size, 8);
+    EXPECT_EQ(bwd(most144 / 2 + 1, false, hopper_portable).algo, algorithm::streaming);
+    // Not forward, nor without clusters.
+    EXPECT_NE(
+        rs::plan_for(rs::direction::forward, 512, most128 + 1, elem, {int(v), false}, h200).config,
+        rs::detail::cluster144_config);
+    EXPECT_EQ(bwd(most128 + 1, false, a100).algo, algorithm::streaming);
+  }
 }
 
 TEST(Plan, FewForwardRowsTakeTheMost128ThreadCtas) {
@@ -839,10 +963,12 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
       SCOPED_TRACE(std::to_string(elem) + (dir == rs::direction::forward ? " fwd" : " bwd"));
       const int vec = static_cast<int>(16 / elem);
       const bool fwd = dir == rs::direction::forward;
-      // The longest rows without a workspace read once, 1 MB: backward streaming through 16 CTAs
-      // of 2 tiles, fp32 forward 16 cluster CTAs of 256 bytes a thread, 16-bit forward 16
-      // staged CTAs of 64 KB.
-      const std::int64_t longest = (std::int64_t{1} << 20) / static_cast<std::int64_t>(elem);
+      // The longest rows without a workspace read once: backward streaming through 16 CTAs of
+      // 2 tiles, 1 MB; fp32 forward 16 cluster CTAs of 288 bytes a thread, 1.125 MB; 16-bit
+      // forward 16 staged CTAs of 64 KB, 1 MB.
+      const std::int64_t longest =
+          (fwd && elem == 4 ? 9 * (std::int64_t{1} << 17) : std::int64_t{1} << 20) /
+          static_cast<std::int64_t>(elem);
       // Rows held on chip without a workspace (register tiers, streaming read once): the same
       // plan with or without a workspace, and no workspace needed.
       for (std::int64_t cols : {std::int64_t{1000}, std::int64_t{50257}, longest}) {
@@ -979,31 +1105,34 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
 }
 
 TEST(Plan, RowsStreamedMostlyOnChipTakeNoWorkspace) {
-  // fp32 forward rows beyond 16 wide cluster CTAs stream through 16 CTAs, each keeping a tile in
-  // registers and one stashed; given a workspace, they stay streamed where one of their tiles
-  // (8192 columns each) is read twice, or at most three eighths of them and the launch fills
-  // eight waves of 3 CTAs an SM (198 rows of 16 CTAs on 132 SMs), and are split otherwise.
+  // fp32 forward rows beyond 16 wide cluster CTAs of 288 bytes a thread (36 tiles of 8192
+  // columns) stream through 16 CTAs, each keeping a tile in registers and one stashed; given a
+  // workspace, they stay streamed where at most three eighths of their tiles are read twice and
+  // the launch fills eight waves of 3 CTAs an SM (198 rows of 16 CTAs on 132 SMs), and are split
+  // otherwise. Rows of 33 to 36 tiles take those clusters, with a workspace or not.
   const auto fwd = [](std::int64_t rows, std::int64_t cols, bool workspace) {
     return rs::plan_for(rs::direction::forward, rows, cols, 4, {4, false}, h200, workspace);
   };
-  for (std::int64_t tiles : {33, 34, 40, 44, 48, 51, 52, 56, 63, 64, 128})
+  for (std::int64_t tiles : {33, 34, 36, 37, 40, 44, 48, 51, 52, 56, 63, 64, 128})
     for (std::int64_t rows : {1, 64, 197, 198, 512}) {
       const std::int64_t cols = 8192 * tiles;
       const auto s = fwd(rows, cols, false), w = fwd(rows, cols, true);
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + ": " + rs::to_string(s) +
                    " / " + rs::to_string(w));
+      if (tiles <= 36) {
+        EXPECT_EQ(s.config, rs::detail::wide_cluster288_config);
+        EXPECT_EQ(w.config, rs::detail::wide_cluster288_config);
+        EXPECT_EQ(w.workspace_bytes, 0);
+        continue;
+      }
       EXPECT_EQ(s.algo, algorithm::streaming);
       EXPECT_EQ(s.cluster_size, 16);
       EXPECT_EQ(s.stash_tiles, 1);
       EXPECT_EQ(rs::detail::streamed_twice_tiles(s, rs::direction::forward, 4), tiles - 32);
-      const bool streams = tiles == 33 || (tiles <= 51 && rows >= 198);
+      const bool streams = tiles <= 51 && rows >= 198;
       EXPECT_EQ(w.algo, streams ? algorithm::streaming : algorithm::split);
       EXPECT_EQ(w.workspace_bytes == 0, streams);
     }
-  // One window more than 32 tiles, misaligned (262143 columns): one tile read twice.
-  const auto m = rs::plan_for(rs::direction::forward, 8, 262143, 4, {4, true}, h200, true);
-  EXPECT_EQ(m.algo, algorithm::streaming);
-  EXPECT_EQ(rs::detail::streamed_twice_tiles(m, rs::direction::forward, 4), 1);
   // Backward rows streamed with one tile read twice stay streamed; with more, they are split.
   for (std::int64_t rows : {8, 64, 512}) {
     const auto b =
@@ -1125,9 +1254,10 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
             }
           }
         }
-  // fp32 backward rows of 131073..262144 columns: read once at two CTAs an SM (one tile in
-  // registers, one in shared memory), instead of one CTA an SM at 256 bytes a thread.
-  for (std::int64_t cols : {131073, 151936, 262144}) {
+  // fp32 backward rows of 147457..262144 columns (those of 16 CTAs of 144 bytes a thread do not
+  // hold): read once at two CTAs an SM (one tile in registers, one in shared memory), instead
+  // of one CTA an SM at 256 bytes a thread.
+  for (std::int64_t cols : {147457, 151936, 262144}) {
     const auto p = rs::plan_for(rs::direction::backward, 883, cols, 4, {4, false}, h200);
     SCOPED_TRACE(rs::to_string(p));
     EXPECT_EQ(p.algo, algorithm::streaming);

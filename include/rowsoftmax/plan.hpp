@@ -49,6 +49,12 @@ struct device_limits {
   int max_cluster_size = 16;          ///< largest cluster the launcher may use; 1 disables clusters
   int shared_bytes_per_sm = 233472;   ///< shared memory of an SM (the stashes)
   int shared_bytes_per_cta = 232448;  ///< the most one CTA may ask for (opt-in)
+  /// Clusters of n CTAs (index n, 1 to 16) of two CTAs an SM that the device runs at once
+  /// (cudaOccupancyMaxActiveClusters). A cluster stays within one GPC, so sizes that divide a
+  /// GPC's SMs unevenly leave some idle. 0 where unknown (taken as leaving none idle). The
+  /// default is the H200's (and the H100 SXM's, of 132 SMs too).
+  int clusters_at_two_an_sm[17] = {0,  264, 132, 79, 62, 47, 39, 32, 30,
+                                   23, 21,  16,  16, 14, 14, 14, 14};
 };
 
 /// Vector access shared by every tensor of one call, derived from pointers and row strides.
@@ -127,8 +133,10 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // idle. Threads per row are compile-time constants:
 // chosen per call they cost up to 20% (README, "Tuning notes"). A 512-thread CTA holds twice
 // one CTA's share where clusters are unavailable; CTAs of 256 bytes a thread hold the longest
-// forward register rows. Streaming tiles are 256 threads x 128 bytes. Staged CTAs (forward)
-// hold their 128 or 256 bytes a thread in shared memory instead of registers.
+// forward register rows, and those of 288 bytes (fp32) and 144 (backward) hold rows a little
+// longer at the same CTAs an SM (cluster144_config). Streaming tiles are 256 threads x 128 bytes.
+// Staged CTAs (forward) hold their 128 or 256 bytes a thread in shared memory instead of
+// registers.
 //
 // Rows of one CTA of 4 to 256 threads also come in 80, 96, 112 and 144 bytes a thread (5-9
 // vectors), so that each row takes the smallest that holds it
@@ -196,6 +204,8 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::registers, 2, 128, 128, false, false, 8, true},  // 53
     {algorithm::registers, 4, 128, 128, false, false, 8, true},  // 54
     {algorithm::registers, 8, 128, 128, false, false, 8, true},  // 55
+    {algorithm::cluster, 256, 144, 256, true, false},            // 56: rows 39 does not hold
+    {algorithm::cluster, 256, 288, 256, true, false},            // 57: forward, beside 40
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -244,6 +254,12 @@ inline constexpr int last_short_row_config = 51;
 inline constexpr int first_tiled_config = 52;
 inline constexpr int last_backward_tiled_config = 54;  // 4 threads a row
 inline constexpr int last_tiled_config = 55;           // 8 threads a row
+// Clusters of 144 bytes a thread (backward, rows that 16 CTAs of 128 bytes do not hold) and of
+// 288 (forward, beside 256: see plan_for), at the same CTAs an SM as 128 and 256 bytes
+// (ctas_per_sm: two an SM, fp32 forward three at 144; ptxas, sm_90: fp32 forward 80 and 128
+// registers, backward 122 and 16-bit backward 128 at 144 bytes, no spills).
+inline constexpr int cluster144_config = 56;
+inline constexpr int wide_cluster288_config = 57;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -370,6 +386,14 @@ constexpr std::int64_t window_capacity(kernel_config const& c, int vec, std::siz
                                        int cluster = max_cluster_size) noexcept {
   return std::int64_t{c.threads_per_row} * slots_per_thread(c, vec, elem_size) *
          (c.clustered ? cluster : 1);
+}
+
+/// Of the CTA slots a device has at two CTAs an SM, the share in per mille that clusters of `n`
+/// CTAs fill at once (device_limits::clusters_at_two_an_sm); 1000 where unknown.
+constexpr int cluster_fill(device_limits const& limits, int n) noexcept {
+  const std::int64_t one = limits.clusters_at_two_an_sm[1];
+  const std::int64_t at_n = n >= 1 && n <= max_cluster_size ? limits.clusters_at_two_an_sm[n] : 0;
+  return one > 0 && at_n > 0 ? static_cast<int>(at_n * n * 1000 / one) : 1000;
 }
 
 /// The plan that runs `config` over rows of `windows` vector windows, with `cluster` CTAs a
@@ -677,7 +701,10 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// 60 of them an SM; others in registers, first at 128 bytes a thread (CTAs of 256 threads, or of
 /// 128 where they leave fewer slots idle), then, forward only, at 256 (also where 128 bytes a
 /// thread would take more than 8 CTAs a row and more CTAs than 3/4 of the SMs in all, or, CTAs of
-/// 128 threads, more than 8 an SM); without clusters, one 512-thread CTA. 16-bit backward rows that
+/// 128 threads, more than 8 an SM), or, fp32, at 288 where that takes fewer CTAs that the device
+/// runs about as fully at once (`limits.clusters_at_two_an_sm`) or 256 does not hold the row;
+/// backward rows that 128 bytes a thread do not hold, at 144; without clusters, one 512-thread
+/// CTA. 16-bit backward rows that
 /// would take 11 or 12 CTAs of 256 threads, in launches of more CTAs than SMs, stream instead
 /// (read once, half the CTAs). Longer rows stream in tiles through the fewest
 /// CTAs of a cluster (or one CTA) that keep the row on chip (registers and a shared-memory stash),
@@ -826,9 +853,28 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     const bool wide =
         dir == direction::forward &&
         (!held || (ctas(config) > 8 && (narrow ? launch > 8 * sms : 4 * launch > 3 * sms)));
-    if (max_cluster >= 2 && wide && windows <= capacity(wide_cluster_config, max_cluster))
-      return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
-                       static_cast<int>(ctas(wide_cluster_config)));
+    // fp32, 288 bytes a thread where that takes the row in fewer CTAs that fill about as much of
+    // the device at once (cluster_fill, at most 3% of its slots less), or where 256 bytes a
+    // thread do not hold it: the same two CTAs an SM, the row in 8 more registers a thread. On
+    // the H200 (rows*cols = 2^27, % of copy, 288 against 256 bytes; cluster_fill in brackets):
+    // 163841 columns 94.7% in 9 CTAs [78%] against 85.9% in 11 [67%], 180000 95.0 against 88.2 in
+    // 10 [80%] against 11, 212000 91.8 against 88.9 in 12 [73%] against 13 [69%], 131073 95.2
+    // against 90.9 in 8 [91%] against 9, 151936 93.9 against 92.7 in 9 against 10 [80%], 65537
+    // and 98305 1.5 points faster in 4 and 6 CTAs; 128256 95.4 against 96.0 in 7 [85%] against 8,
+    // 196608 90.8 against 91.9 in 11 against 12, 262144 91.6 against 93.0 in 15 [80%] against 16
+    // [85%]; 262143 90.8% in 15 against 87.9% streamed, 290000 92.8 in 16 against 83.8. Few rows
+    // too: 163841 x 8 12.0 us against 12.8, x 64 35.0 against 36.6 (README, "Tuning notes" 67).
+    if (max_cluster >= 2 && wide) {
+      const std::int64_t n = ctas(wide_cluster_config), m = ctas(wide_cluster288_config);
+      const bool as_full = n <= max_cluster && cluster_fill(limits, static_cast<int>(m)) + 30 >=
+                                                   cluster_fill(limits, static_cast<int>(n));
+      if (elem_size == 4 && m <= max_cluster && (n > max_cluster || (m < n && as_full)))
+        return make_plan(wide_cluster288_config, layout, rows, windows, elem_size,
+                         static_cast<int>(m));
+      if (n <= max_cluster)
+        return make_plan(wide_cluster_config, layout, rows, windows, elem_size,
+                         static_cast<int>(n));
+    }
     // 16-bit backward, rows of 11 or 12 such CTAs in launches of more CTAs than SMs: streaming
     // through half as many CTAs, each keeping a tile in registers and one in its stash (read
     // once). On the H200 (bf16, rows*cols = 2^27, the kernels of 9208237, whose clusters read
@@ -843,6 +889,19 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
         dir == direction::backward && elem_size == 2 && (n == 11 || n == 12) && full(n);
     if (held && !stream)
       return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(ctas(config)));
+    // Backward rows those do not hold, but CTAs of 144 bytes a thread do (at the same two CTAs
+    // an SM): in a cluster, where they streamed. On the H200 (rows*cols = 2^27, % of copy)
+    // bf16 262143 columns ran at 89.8% so against 83.5% streamed, fp16 95.6 against 85, 270000
+    // 92 against 90.5, 290000 92.6 against 94.2 (16 CTAs); fp32 131073 100.5 against 89,
+    // 134000-147456 101-102 against 97-99; rows 8 and 64 of 131073 fp32 8-9% faster. Where
+    // 128-byte CTAs hold the row, the 144-byte ones were slower (bf16 147457, 196609 and 229377
+    // columns: 4-9 points in clusters of 9, 11 and 13 CTAs against 10, 13 and 15), and than
+    // streaming in the rows of 11 and 12 CTAs above but misaligned 163841 (bf16 170000 and
+    // 180000: 89 and 91% against 93.4 and 96%; README, "Tuning notes" 67).
+    if (dir == direction::backward && max_cluster >= 2 && !held &&
+        windows <= capacity(cluster144_config, max_cluster))
+      return make_plan(cluster144_config, layout, rows, windows, elem_size,
+                       static_cast<int>(ctas(cluster144_config)));
   }
   // Longer rows stream, read once where the CTAs of a cluster hold the row in registers and
   // shared memory. Longer still, with a workspace, they are split over many CTAs when that gives

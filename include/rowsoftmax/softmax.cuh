@@ -259,7 +259,8 @@ cudaError_t softmax_backward_plan(T const* dy, std::int64_t dy_row_stride, T con
 }
 
 /// @brief The limits the planner uses for `device` (SM count, compute capability, largest
-/// cluster size), queried once per device per process and cached, thread-safely.
+/// cluster size, shared memory, and how many clusters of each size it runs at once), queried
+/// once per device per process and cached, thread-safely.
 inline cudaError_t query_device_limits(int device, device_limits* out) noexcept {
   if (out == nullptr) return cudaErrorInvalidValue;
   return detail::cached_device_limits(device, out);

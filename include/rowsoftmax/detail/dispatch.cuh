@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // From a plan to a launched kernel: the one place where runtime plan values become template
 // arguments, plus the per-kernel cluster checks (non-portable size 16, occupancy) done once per
-// device and kernel.
+// device and kernel, and the per-device limits cache.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <atomic>
 #include <cstdint>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -16,6 +17,80 @@
 #include "kernels.cuh"
 
 namespace rowsoftmax::detail {
+
+/// Fills `limits->clusters_at_two_an_sm` for `device`: cudaOccupancyMaxActiveClusters for an
+/// empty kernel of half an SM's threads (two CTAs an SM), every size up to 16; zeros without
+/// clusters.
+inline cudaError_t query_cluster_fill(int device, device_limits* limits) noexcept {
+  for (int& c : limits->clusters_at_two_an_sm) c = 0;
+  if (limits->max_cluster_size < 2) return cudaSuccess;
+  int threads = 0;
+  ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+  threads = threads / 2 < 1024 ? threads / 2 : 1024;
+  auto kernel = &cluster_fill_kernel<1024>;
+  ROWSOFTMAX_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  for (int n = 1; n <= limits->max_cluster_size && n <= max_cluster_size; ++n) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(n);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(n), 1, 1);
+    cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    const cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
+    if (err == cudaErrorInvalidClusterSize) {  // a size the device refuses: none run
+      (void)cudaGetLastError();
+      clusters = 0;
+    } else if (err != cudaSuccess) {
+      return err;
+    }
+    limits->clusters_at_two_an_sm[n] = clusters;
+  }
+  return cudaSuccess;
+}
+
+/// Fills `limits` for `device`, querying the runtime once per device per process.
+inline cudaError_t cached_device_limits(int device, device_limits* limits) noexcept {
+  constexpr int max_cached = 64;
+  static std::atomic<int> state[max_cached];  // 0 unknown, 1 being filled, 2 ready
+  static device_limits cache[max_cached];
+  auto query = [](int dev, device_limits* out) -> cudaError_t {
+    int sms = 0, major = 0, minor = 0, clusters = 0, smem_sm = 0, smem_cta = 0;
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev));
+    ROWSOFTMAX_TRY(
+        cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&smem_cta, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    out->sm_count = sms;
+    out->compute_capability = major * 10 + minor;
+    out->max_cluster_size = clusters != 0 && major >= 9 ? 16 : 1;
+    out->shared_bytes_per_sm = smem_sm;
+    out->shared_bytes_per_cta = smem_cta;
+    return query_cluster_fill(dev, out);
+  };
+  if (device < 0 || device >= max_cached) return query(device, limits);
+  for (;;) {
+    int s = state[device].load(std::memory_order_acquire);
+    if (s == 2) {
+      *limits = cache[device];
+      return cudaSuccess;
+    }
+    if (s == 0 && state[device].compare_exchange_strong(s, 1, std::memory_order_acquire)) {
+      const cudaError_t err = query(device, &cache[device]);
+      state[device].store(err == cudaSuccess ? 2 : 0, std::memory_order_release);
+      if (err != cudaSuccess) return err;
+      *limits = cache[device];
+      return cudaSuccess;
+    }
+    std::this_thread::yield();
+  }
+}
 
 template <class Op, int V, int Config>
 constexpr auto kernel_ptr() {

@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host-side helpers of the launchers that need no kernel: argument validation, the vector
-// layout shared by a call's tensors, and the per-device limits cache.
+// layout shared by a call's tensors.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <thread>
 
 #include "../plan.hpp"
 
@@ -94,45 +92,6 @@ inline row_layout layout_of(tensor_arg const (&t)[N], std::size_t elem_size, std
   row_layout l = vector_layout_of(t, elem_size, rows, cols);
   l.out_of_place = out_of_place;
   return l;
-}
-
-/// Fills `limits` for `device`, querying the runtime once per device per process.
-inline cudaError_t cached_device_limits(int device, device_limits* limits) noexcept {
-  constexpr int max_cached = 64;
-  static std::atomic<int> state[max_cached];  // 0 unknown, 1 being filled, 2 ready
-  static device_limits cache[max_cached];
-  auto query = [](int dev, device_limits* out) -> cudaError_t {
-    int sms = 0, major = 0, minor = 0, clusters = 0, smem_sm = 0, smem_cta = 0;
-    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev));
-    ROWSOFTMAX_TRY(
-        cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-    ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&smem_cta, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    out->sm_count = sms;
-    out->compute_capability = major * 10 + minor;
-    out->max_cluster_size = clusters != 0 && major >= 9 ? 16 : 1;
-    out->shared_bytes_per_sm = smem_sm;
-    out->shared_bytes_per_cta = smem_cta;
-    return cudaSuccess;
-  };
-  if (device < 0 || device >= max_cached) return query(device, limits);
-  for (;;) {
-    int s = state[device].load(std::memory_order_acquire);
-    if (s == 2) {
-      *limits = cache[device];
-      return cudaSuccess;
-    }
-    if (s == 0 && state[device].compare_exchange_strong(s, 1, std::memory_order_acquire)) {
-      const cudaError_t err = query(device, &cache[device]);
-      state[device].store(err == cudaSuccess ? 2 : 0, std::memory_order_release);
-      if (err != cudaSuccess) return err;
-      *limits = cache[device];
-      return cudaSuccess;
-    }
-    std::this_thread::yield();
-  }
 }
 
 }  // namespace rowsoftmax::detail

@@ -65,6 +65,11 @@ __device__ inline unsigned cluster_index(cluster_arg const& c) {
   return c.per_cluster.divide(blockIdx.x - static_cast<unsigned>(cluster_rank()));
 }
 
+/// An empty kernel, launched by no one: the occupancy of its clusters at two CTAs an SM is the
+/// device's (query_cluster_fill, dispatch.cuh).
+template <int MaxThreads>
+ROWSOFTMAX_KERNEL void __launch_bounds__(MaxThreads) cluster_fill_kernel() {}
+
 template <class Op, int V, int Config>
 struct kernel_shape {
   static constexpr kernel_config config = kernel_configs[Config];
