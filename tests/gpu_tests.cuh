@@ -434,8 +434,9 @@ TYPED_TEST_P(Gpu, FullLaunchesOfClusterRows) {
 }
 
 // Clusters of 144 bytes a thread (backward rows 16 CTAs of 128 bytes do not hold) and of 288
-// (fp32 forward, beside 256): on devices with clusters of 16, the plans at the edges (the last
-// window of 16 such CTAs and one more, streamed), in 17 rows of every layout, random and special
+// (fp32 forward, beside 256), staged CTAs of 40 and 48 KB (16-bit forward rows 16 of 32 KB do
+// not hold): on devices with clusters of 16, the plans at the edges (the last window of 16 such
+// CTAs and one more: streamed, or the next size), in 17 rows of every layout, random and special
 // values; on the H200, 288 bytes at 163841 columns (9 CTAs, not 11 of 256), 256 at 262144 (16,
 // not 15 of 288: the H200 runs clusters of 16 more fully).
 TYPED_TEST_P(Gpu, ClustersOfMoreBytesAThread) {
@@ -461,11 +462,24 @@ TYPED_TEST_P(Gpu, ClustersOfMoreBytesAThread) {
       EXPECT_EQ(f1.algo, algorithm::streaming) << to_string(f1);
     }
   }
+  // 16-bit forward: staged CTAs of 40 KB past 16 of 32 KB, of 48 KB past 16 of 40, 64 past 48.
+  const std::int64_t staged[] = {16 * 16384 + 1, 16 * 20480, 16 * 20480 + 1, 16 * 24576,
+                                 16 * 24576 + 1};
+  if (!fp32 && limits.compute_capability >= 90 && limits.max_cluster_size == 16) {
+    const int configs[] = {detail::staged40_config, detail::staged40_config,
+                           detail::staged48_config, detail::staged48_config,
+                           detail::wide_staged_config};
+    for (int i = 0; i < 5; ++i) {
+      const plan f = plan_for<T>(direction::forward, 17, staged[i], aligned, limits);
+      EXPECT_EQ(f.config, configs[i]) << to_string(f);
+    }
+  }
   std::vector<std::int64_t> cols_list{most144 - 3, most144, most144 + 1};
   if (fp32) cols_list.insert(cols_list.end(), {most288 - 3, most288, most288 + 1});
+  if (!fp32) cols_list.insert(cols_list.end(), std::begin(staged), std::end(staged));
   for (std::int64_t cols : cols_list)
     for (shape s : layouts<T>(17, cols)) {
-      if (fp32 && cols > most144 + 1) {
+      if (cols > most144 + 1) {
         check_forward<T>(s, seed_of(cols, s.out_offset, 31));
       } else {
         check_backward<T>(s, seed_of(cols, s.out_offset, 32));
@@ -714,8 +728,13 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
     check_forward<T>(s, seed_of(s.cols, s.out_offset, 24));
     check_backward<T>(s, seed_of(s.cols, s.out_offset, 29));
   }
+  // 16-bit: staged CTAs of 40 and 48 KB (forward 300000 and 380000 columns).
   if (sizeof(T) == 2)
-    for (shape s : layouts<T>(3, 270000)) check_backward<T>(s, seed_of(s.cols, s.out_offset, 30));
+    for (std::int64_t cols : {270000, 300000, 380000})
+      for (shape s : layouts<T>(3, cols)) {
+        if (cols == 270000) check_backward<T>(s, seed_of(s.cols, s.out_offset, 30));
+        if (cols != 270000) check_forward<T>(s, seed_of(s.cols, s.out_offset, 36));
+      }
   // Tensors that end where their allocations do, rows misaligned (offset 1), so that memcheck
   // sees any read past a tensor's last element (the other shapes leave 64 elements of poison
   // after it); rows of 2 columns 3 apart as well, a row's 16-byte vector reaching past the next.

@@ -137,10 +137,19 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
     EXPECT_EQ(k.clustered, untiled.clustered);
     EXPECT_EQ(k.scalar_ok, untiled.scalar_ok);
   }
-  // After them, clusters of 144 and 288 bytes a thread.
+  // After them, clusters of 144 and 288 bytes a thread, staged CTAs of 160 and 192.
   EXPECT_EQ(rs::detail::cluster144_config, rs::detail::last_tiled_config + 1);
   EXPECT_EQ(rs::detail::wide_cluster288_config, rs::detail::last_tiled_config + 2);
-  EXPECT_EQ(rs::detail::wide_cluster288_config + 1, rs::detail::num_kernel_configs);
+  EXPECT_EQ(rs::detail::staged40_config, rs::detail::last_tiled_config + 3);
+  EXPECT_EQ(rs::detail::staged48_config, rs::detail::last_tiled_config + 4);
+  EXPECT_EQ(rs::detail::staged48_config + 1, rs::detail::num_kernel_configs);
+  for (int c : {rs::detail::staged40_config, rs::detail::staged48_config}) {
+    auto const& k = kernel_configs[c];
+    EXPECT_EQ(k.algo, algorithm::staged);
+    EXPECT_EQ(k.bytes, c == rs::detail::staged40_config ? 160 : 192);
+    EXPECT_EQ(rs::detail::ctas_per_sm(k, 1, 2), c == rs::detail::staged40_config ? 5 : 4);
+    EXPECT_TRUE(k.clustered);
+  }
   for (int c : {rs::detail::cluster144_config, rs::detail::wide_cluster288_config}) {
     auto const& k = kernel_configs[c];
     EXPECT_EQ(k.algo, algorithm::cluster);
@@ -761,30 +770,42 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
   EXPECT_EQ(fwd(1046, 49153).cluster_size, 2);
   EXPECT_EQ(fwd(512, 16 * cta).cluster_size, 16);
   // Rows 16 such CTAs do not hold (a shifted row of 16 CTAs' elements needs one window more):
-  // the fewest CTAs of 64 KB (32K elements), up to 16; beyond, streaming.
+  // the fewest CTAs of 40, 48 or 64 KB (20K, 24K, 32K elements), the smallest that hold the row
+  // in 16; beyond, streaming.
   for (std::int64_t rows : {1, 8, 64, 512})
     for (bool shifted : {false, true})
-      for (std::int64_t cols :
-           {16 * cta + 1, std::int64_t{300001}, 24 * cta, 32 * cta - 7, 32 * cta}) {
+      for (std::int64_t cols : {16 * cta + 1, std::int64_t{300001}, 20 * cta, 20 * cta + 1,
+                                24 * cta, 32 * cta - 7, 32 * cta}) {
         const auto p = fwd(rows, cols, shifted);
         SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " " +
                      rs::to_string(p));
         EXPECT_EQ(p.algo, shifted && cols == 32 * cta ? algorithm::streaming : algorithm::staged);
         if (p.algo != algorithm::staged) continue;
-        EXPECT_EQ(p.config, rs::detail::wide_staged_config);
-        EXPECT_EQ(p.cluster_size, rs::detail::ceil_div(p.windows, 4096));
-        EXPECT_EQ(p.vecs_per_thread, 16);
+        const std::int64_t per_cta = p.windows <= 16 * 2560   ? 2560
+                                     : p.windows <= 16 * 3072 ? 3072
+                                                              : 4096;
+        EXPECT_EQ(p.config, per_cta == 2560   ? rs::detail::staged40_config
+                            : per_cta == 3072 ? rs::detail::staged48_config
+                                              : rs::detail::wide_staged_config);
+        EXPECT_EQ(p.cluster_size, rs::detail::ceil_div(p.windows, per_cta));
+        EXPECT_EQ(p.vecs_per_thread, per_cta / 256);
         EXPECT_EQ(p.grid_ctas, rows * p.cluster_size);
       }
-  EXPECT_EQ(fwd(512, 16 * cta, true).cluster_size, 9);
-  EXPECT_EQ(fwd(341, 24 * cta).cluster_size, 12);
+  EXPECT_EQ(fwd(512, 16 * cta, true).cluster_size, 13);
+  EXPECT_EQ(fwd(512, 16 * cta, true).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(341, 24 * cta).cluster_size, 16);
+  EXPECT_EQ(fwd(341, 24 * cta).config, rs::detail::staged48_config);
+  EXPECT_EQ(fwd(341, 24 * cta, true).cluster_size, 13);
+  EXPECT_EQ(fwd(341, 24 * cta, true).config, rs::detail::wide_staged_config);
   EXPECT_EQ(fwd(256, 32 * cta + 1).algo, algorithm::streaming);
-  // Clusters of at most 8 (size 16 refused): 32 KB CTAs up to 8, then 64 KB ones up to 8, then
-  // streaming.
+  // Clusters of at most 8 (size 16 refused): 32 KB CTAs up to 8, then 40, 48 and 64 KB ones up
+  // to 8, then streaming.
   EXPECT_EQ(fwd(1046, 8 * cta, false, hopper_portable).config, rs::detail::staged_config);
   EXPECT_EQ(fwd(1046, 8 * cta, false, hopper_portable).cluster_size, 8);
-  EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).config, rs::detail::wide_staged_config);
-  EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).cluster_size, 5);
+  EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).cluster_size, 7);
+  EXPECT_EQ(fwd(1046, 12 * cta, false, hopper_portable).config, rs::detail::staged48_config);
+  EXPECT_EQ(fwd(1046, 12 * cta + 1, false, hopper_portable).config, rs::detail::wide_staged_config);
   EXPECT_EQ(fwd(1046, 16 * cta + 1, false, hopper_portable).algo, algorithm::streaming);
   // No clusters (sm_80): never staged. Backward: never staged (fp32 forward: the next test).
   EXPECT_EQ(fwd(1046, 9 * cta / 8 + 1, false, a100).algo, algorithm::registers);
@@ -795,7 +816,8 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
           rs::plan_for(rs::direction::backward, 64, cols, elem, {int(16 / elem), false}, h200).algo,
           algorithm::staged);
   // The staged configurations run forward only.
-  for (int c : {rs::detail::staged_config, rs::detail::wide_staged_config}) {
+  for (int c : {rs::detail::staged_config, rs::detail::staged40_config, rs::detail::staged48_config,
+                rs::detail::wide_staged_config}) {
     EXPECT_TRUE(rs::detail::runs(kernel_configs[c], rs::direction::forward));
     EXPECT_FALSE(rs::detail::runs(kernel_configs[c], rs::direction::backward));
   }

@@ -135,7 +135,7 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // one CTA's share where clusters are unavailable; CTAs of 256 bytes a thread hold the longest
 // forward register rows, and those of 288 bytes (fp32) and 144 (backward) hold rows a little
 // longer at the same CTAs an SM (cluster144_config). Streaming tiles are 256 threads x 128 bytes.
-// Staged CTAs (forward) hold their 128 or 256 bytes a thread in shared memory instead of
+// Staged CTAs (forward) hold their 128 to 256 bytes a thread in shared memory instead of
 // registers.
 //
 // Rows of one CTA of 4 to 256 threads also come in 80, 96, 112 and 144 bytes a thread (5-9
@@ -206,6 +206,8 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::registers, 8, 128, 128, false, false, 8, true},  // 55
     {algorithm::cluster, 256, 144, 256, true, false},            // 56: rows 39 does not hold
     {algorithm::cluster, 256, 288, 256, true, false},            // 57: forward, beside 40
+    {algorithm::staged, 256, 160, 256, true, false},             // 58: forward only, 40 KB
+    {algorithm::staged, 256, 192, 256, true, false},             // 59: forward only, 48 KB
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -219,7 +221,7 @@ inline constexpr int streaming_config = 41;
 inline constexpr int streaming_cluster_config = 42;
 inline constexpr int split_config = 43;
 inline constexpr int staged_config = 44;
-inline constexpr int wide_staged_config = 45;  // 64 KB CTAs for rows 16 of 32 KB do not hold
+inline constexpr int wide_staged_config = 45;  // 64 KB CTAs for rows 16 of 48 KB do not hold
 inline constexpr int staged_split_config = 46;
 // Rows of at most 16 vectors (16-bit: 128 columns, fp32: 64; a misaligned head included) take
 // one vector a thread and 8 rows a thread, 128 bytes, in as many threads as the row has vectors
@@ -260,6 +262,10 @@ inline constexpr int last_tiled_config = 55;           // 8 threads a row
 // registers, backward 122 and 16-bit backward 128 at 144 bytes, no spills).
 inline constexpr int cluster144_config = 56;
 inline constexpr int wide_cluster288_config = 57;
+// Staged CTAs of 40 and 48 KB (160 and 192 bytes a thread; 5 and 4 an SM, ctas_per_sm) for
+// 16-bit forward rows that 16 CTAs of 32 KB do not hold, before those of 64 KB (see plan_for).
+inline constexpr int staged40_config = 58;
+inline constexpr int staged48_config = 59;
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -785,9 +791,10 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     if (few_forward_rows && ctas(narrow_cluster_config) <= max_cluster)
       return make_plan(narrow_cluster_config, layout, rows, windows, elem_size,
                        static_cast<int>(ctas(narrow_cluster_config)));
-    // 16-bit forward: the fewest staged CTAs that hold the row, of 32 KB (16K elements), or
-    // of 64 KB where those do not. Their registers free of row data, an SM runs 6 (or 3) such
-    // CTAs with 192 KB of the row in flight, against the register clusters' 3 CTAs with 96 KB,
+    // 16-bit forward: the fewest staged CTAs that hold the row, of 32 KB (16K elements), or,
+    // where those do not, of 40, 48 or 64 KB, the smallest that do. Their registers free of row
+    // data, an SM runs 6 (5, 4, 3) such CTAs with 192 KB of the row in flight (200, 192, 192),
+    // against the register clusters' 3 CTAs with 96 KB,
     // which the two exps an element of packed 16-bit rows had left waiting on the exps. On the
     // H200 (rows*cols = 2^27) 85-93% of copy from 32000 columns on, against 73-93% (151936:
     // 87-88% against 73-74%; 393216 and 524288: 84-85% against 68-74%); 16385: 72-74% against
@@ -800,11 +807,21 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // 87.4-90.1% at 49153-52000 columns (50257 x 8192 rows: 95.5% against 91.1%), within 0.3 at
     // 52424; fuller rows ran as fast or up to 2.1 points faster on four CTAs of 32 KB
     // (53000-65536), and other cluster sizes showed no rule (README, "Tuning notes" 38, 45).
+    //
+    // Rows that 16 CTAs of 32 KB do not hold took those of 64 KB; those of 40 and 48 KB, where
+    // they hold the row, ran faster on the H200 (bf16, rows*cols = 2^27, % of copy): 262143
+    // columns 89.7-90.4% in 13 CTAs of 40 KB against 84.0-84.7% in 9 of 64 KB (fp16 alike),
+    // 280000 93.0-93.1 in 14 against 84.5-85.1 in 9 (48 KB: 87.9 in 12), 300000 93.2-93.8 in 15
+    // against 84.4-85.0, 327680 93.8-94.6 in 16 against 86.4-86.9; 350000 86.8-87.2 in 15 of
+    // 48 KB against 86.6-86.7 in 11, 393216 93.2-94.0 in 16 against 88.9-89.8 in 12; few rows
+    // too (262143 x 64: 27.5 us against 31.2; README, "Tuning notes" 67). Rows that 16 CTAs of
+    // 32 KB hold ran 0.4-1.7 points faster in fewer CTAs of 40 KB (32769, 49153, 163841,
+    // 229377 columns): not taken.
     if (dir == direction::forward && elem_size == 2 && max_cluster >= 2) {
       const std::int64_t narrow = capacity(staged_config, 1);
       if (ceil_div(windows, narrow) == 4 && windows * 5 <= 4 * narrow * 4)
         return make_plan(wide_staged_config, layout, rows, windows, elem_size, 2);
-      for (int config : {staged_config, wide_staged_config}) {
+      for (int config : {staged_config, staged40_config, staged48_config, wide_staged_config}) {
         const std::int64_t n = ceil_div(windows, capacity(config, 1));
         if (n <= max_cluster)
           return make_plan(config, layout, rows, windows, elem_size, static_cast<int>(n));
