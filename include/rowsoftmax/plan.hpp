@@ -909,7 +909,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // Backward rows those do not hold, but CTAs of 144 bytes a thread do (at the same two CTAs
     // an SM): in a cluster, where they streamed. On the H200 (rows*cols = 2^27, % of copy)
     // bf16 262143 columns ran at 89.8% so against 83.5% streamed, fp16 95.6 against 85, 270000
-    // 92 against 90.5, 290000 92.6 against 94.2 (16 CTAs); fp32 131073 100.5 against 89,
+    // 92 against 90.5, 290000 91.9 against 93.4 (16 CTAs); fp32 131073 100.5 against 89,
     // 134000-147456 101-102 against 97-99; rows 8 and 64 of 131073 fp32 8-9% faster. Where
     // 128-byte CTAs hold the row, the 144-byte ones were slower (bf16 147457, 196609 and 229377
     // columns: 4-9 points in clusters of 9, 11 and 13 CTAs against 10, 13 and 15), and than
