@@ -204,7 +204,7 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::registers, 2, 128, 128, false, false, 8, true},  // 53
     {algorithm::registers, 4, 128, 128, false, false, 8, true},  // 54
     {algorithm::registers, 8, 128, 128, false, false, 8, true},  // 55
-    {algorithm::cluster, 256, 144, 256, true, false},            // 56: rows 39 does not hold
+    {algorithm::cluster, 256, 144, 256, true, false},            // 56: backward, beyond 39
     {algorithm::cluster, 256, 288, 256, true, false},            // 57: forward, beside 40
     {algorithm::staged, 256, 160, 256, true, false},             // 58: forward only, 40 KB
     {algorithm::staged, 256, 192, 256, true, false},             // 59: forward only, 48 KB
@@ -257,9 +257,9 @@ inline constexpr int first_tiled_config = 52;
 inline constexpr int last_backward_tiled_config = 54;  // 4 threads a row
 inline constexpr int last_tiled_config = 55;           // 8 threads a row
 // Clusters of 144 bytes a thread (backward, rows that 16 CTAs of 128 bytes do not hold) and of
-// 288 (forward, beside 256: see plan_for), at the same CTAs an SM as 128 and 256 bytes
-// (ctas_per_sm: two an SM, fp32 forward three at 144; ptxas, sm_90: fp32 forward 80 and 128
-// registers, backward 122 and 16-bit backward 128 at 144 bytes, no spills).
+// 288 (fp32 forward, beside 256: see plan_for), at the same two CTAs an SM as 128 and 256 bytes
+// (ctas_per_sm; ptxas, sm_90: backward 122 registers fp32 and 128 16-bit, fp32 forward 128, no
+// spills).
 inline constexpr int cluster144_config = 56;
 inline constexpr int wide_cluster288_config = 57;
 // Staged CTAs of 40 and 48 KB (160 and 192 bytes a thread; 5 and 4 an SM, ctas_per_sm) for
