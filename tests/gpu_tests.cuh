@@ -248,7 +248,8 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
         const std::int64_t windows = detail::row_windows(k, layout, cols);
         const std::int64_t fewest = std::max<std::int64_t>(
             2, detail::ceil_div(windows, detail::window_capacity(k, layout.vec, sizeof(T), 1)));
-        const std::int64_t sizes[] = {k.clustered ? fewest : 1,
+        // Staged rows also in a cluster of one, as 16-bit forward rows of one CTA are planned.
+        const std::int64_t sizes[] = {k.algo == algorithm::staged ? 1 : 0, k.clustered ? fewest : 1,
                                       k.clustered || detail::splits(k) ? 16 : 0};
         for (std::int64_t n : sizes) {
           if (n == 0 || n > 16 || (n == 16 && fewest == 16)) continue;
@@ -509,7 +510,7 @@ TYPED_TEST_P(Gpu, ClustersOfMoreBytesAThread) {
 // above 3 an SM and the rows below; the most rows at 60 an SM and one more, aligned), every layout
 // at the fewest rows, 4 CTAs (28673 columns, just over 7/8 full), 5 (32769, a fifth of the slots
 // idle), 7 (50257, misaligned rows), 16 (131072), special values. The same shapes for 16-bit
-// rows, which are staged in any launch.
+// rows, which are staged in any launch, and theirs of one staged CTA (below).
 TYPED_TEST_P(Gpu, StagedRowsOfMidLaunches) {
   using T = TypeParam;
   device_limits limits;
@@ -538,7 +539,27 @@ TYPED_TEST_P(Gpu, StagedRowsOfMidLaunches) {
       check_forward<T>(s, seed_of(cols, s.out_offset, 33), fill::special);
     }
   }
-  if (sizeof(T) != 4) return;
+  if (sizeof(T) == 2) {
+    // 16-bit rows of the widest one-CTA configuration (2049-2304 windows): one staged CTA of
+    // 40 KB a row in launches of more than 24 rows an SM, registers up to that; rows aligned,
+    // misaligned (a head) and misaligned apart (the scalar fallback), random and special values.
+    const std::int64_t most = 24 * sms;
+    for (std::int64_t cols : {16385, 18432}) {
+      if (staged_here) {
+        const plan p = plan_for<T>(direction::forward, most + 1, cols, aligned, limits);
+        EXPECT_EQ(p.config, detail::staged40_config);
+        EXPECT_EQ(p.cluster_size, 1);
+        EXPECT_EQ(plan_for<T>(direction::forward, most, cols, aligned, limits).config,
+                  detail::last_cta_config);
+      }
+      check_forward<T>(layouts<T>(most, cols)[0], seed_of(cols, most, 35));
+      for (shape s : layouts<T>(most + 1, cols)) {
+        check_forward<T>(s, seed_of(cols, s.out_offset, 36));
+        check_forward<T>(s, seed_of(cols, s.out_offset, 37), fill::special);
+      }
+    }
+    return;
+  }
   // The most rows (100000 columns: 13 CTAs a row), aligned.
   const std::int64_t most = 60 * sms / fp32_ctas(100000);
   if (staged_here) {
@@ -735,6 +756,22 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
         if (cols == 270000) check_backward<T>(s, seed_of(s.cols, s.out_offset, 30));
         if (cols != 270000) check_forward<T>(s, seed_of(s.cols, s.out_offset, 36));
       }
+  // 16-bit: one staged CTA of 40 KB a row (planned in launches of more than 24 rows an SM, here
+  // forced), aligned, misaligned, and misaligned to the end of its allocations.
+  if (sizeof(T) == 2) {
+    std::vector<shape> shapes = layouts<T>(3, 16385);
+    shapes.pop_back();  // the scalar fallback: not staged
+    shapes.push_back({3, 16385, 16385, 16385, 1, 1, false, 0});
+    for (shape s : shapes) {
+      const row_layout layout = layout_for<T>(s);
+      launcher<T> staged;
+      staged.forced = detail::make_plan(
+          detail::staged40_config, layout, s.rows,
+          detail::row_windows(detail::kernel_configs[detail::staged40_config], layout, s.cols),
+          sizeof(T), 1);
+      check_forward<T>(s, seed_of(s.cols, s.out_offset, 38), fill::random, staged);
+    }
+  }
   // Tensors that end where their allocations do, rows misaligned (offset 1), so that memcheck
   // sees any read past a tensor's last element (the other shapes leave 64 elements of poison
   // after it); rows of 2 columns 3 apart as well, a row's 16-byte vector reaching past the next.

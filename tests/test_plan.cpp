@@ -823,6 +823,52 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
   }
 }
 
+// 16-bit forward rows that the widest one-CTA configuration takes (256 threads of 144 bytes:
+// 2049-2304 windows) take one staged CTA of 40 KB instead in launches of more than 24 rows an SM;
+// every other row, and every row of fewer rows, of fp32, backward, or without clusters, keeps
+// its plan.
+TEST(Plan, SixteenBitForwardRowsOfTheWidestCtaStagedInFullLaunches) {
+  const auto fwd = [](std::int64_t rows, std::int64_t cols, bool shifted = false,
+                      rs::device_limits d = h200) {
+    return rs::plan_for(rs::direction::forward, rows, cols, 2, {8, shifted}, d);
+  };
+  const std::int64_t most = 24 * 132;  // rows of the launches that keep the registers
+  for (bool shifted : {false, true})
+    for (std::int64_t cols = 16384 - 8; cols <= 18432 + 8; ++cols) {
+      const std::int64_t windows = rs::detail::ceil_div(cols + (shifted ? 7 : 0), 8);
+      const auto p = fwd(most + 1, cols, shifted), q = fwd(most, cols, shifted);
+      SCOPED_TRACE("cols=" + std::to_string(cols) + " " + rs::to_string(p));
+      ASSERT_EQ(q.config, windows <= 2048   ? rs::detail::last_cta_config - 1
+                          : windows <= 2304 ? rs::detail::last_cta_config
+                                            : rs::detail::staged_config);
+      if (windows <= 2048 || windows > 2304) {
+        ASSERT_EQ(rs::to_string(p), rs::to_string(q));
+        continue;
+      }
+      ASSERT_EQ(p.algo, algorithm::staged);
+      ASSERT_EQ(p.config, rs::detail::staged40_config);
+      ASSERT_EQ(p.cluster_size, 1);
+      ASSERT_EQ(p.grid_ctas, most + 1);
+      ASSERT_EQ(p.windows, windows);
+      ASSERT_EQ(rs::to_string(p),
+                std::string("staged cta=256 tpr=256 vec=8x10") + (shifted ? " head" : ""));
+      ASSERT_EQ(plan_error(p, most + 1, cols, {2, {8, shifted}}, h200), nullptr);
+    }
+  // The launch counted in rows an SM of the device; clusters of at most 8 stage the row alike.
+  EXPECT_EQ(fwd(12 * 132 + 1, 16385, false, {66, 90, 16}).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(12 * 132, 16385, false, {66, 90, 16}).config, rs::detail::last_cta_config);
+  EXPECT_EQ(fwd(8192, 16385, false, hopper_portable).config, rs::detail::staged40_config);
+  // No clusters (sm_80), fp32 (8193-9216 columns), backward: registers; the scalar fallback
+  // streams such rows.
+  EXPECT_EQ(fwd(8192, 16385, false, a100).config, rs::detail::last_cta_config);
+  EXPECT_EQ(rs::plan_for(rs::direction::forward, 8192, 16385, 2, {1, false}, h200).algo,
+            algorithm::streaming);
+  EXPECT_EQ(rs::plan_for(rs::direction::forward, 16382, 8193, 4, {4, false}, h200).config,
+            rs::detail::last_cta_config);
+  EXPECT_EQ(rs::plan_for(rs::direction::backward, 8192, 16385, 2, {8, false}, h200).algo,
+            algorithm::registers);
+}
+
 // fp32 forward rows of 5 to 16 staged CTAs of 32 KB (8K elements), or of 4 more than 7/8 full,
 // in launches of more than 3 and at most 60 such CTAs an SM are staged; every other fp32
 // forward row keeps the plan it had (register clusters, or what the rules before it choose: one

@@ -263,7 +263,8 @@ inline constexpr int last_tiled_config = 55;           // 8 threads a row
 inline constexpr int cluster144_config = 56;
 inline constexpr int wide_cluster288_config = 57;
 // Staged CTAs of 40 and 48 KB (160 and 192 bytes a thread; 5 and 4 an SM, ctas_per_sm) for
-// 16-bit forward rows that 16 CTAs of 32 KB do not hold, before those of 64 KB (see plan_for).
+// 16-bit forward rows that 16 CTAs of 32 KB do not hold, before those of 64 KB, and, one CTA of
+// 40 KB a row, for 16-bit forward rows of 16385-18432 columns in full launches (see plan_for).
 inline constexpr int staged40_config = 58;
 inline constexpr int staged48_config = 59;
 
@@ -699,10 +700,12 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// (36 KB a tensor: 9K fp32 or 18K bf16/fp16 elements; forward launches of a few rows beyond 32
 /// KB take the clusters below) use the smallest register configuration that holds them (sub-warp
 /// rows share a warp; rows of 4 or more threads take 80 to 144 bytes a thread, see
-/// one_cta_planned); longer rows the fewest CTAs of a cluster (up
-/// to `limits.max_cluster_size`) that hold them: forward rows in launches of a few rows (at most
-/// two CTAs an SM) in 128-thread CTAs at 128 bytes a thread, the most CTAs; other 16-bit forward
-/// rows in shared memory (staged, 32 KB a CTA, or 64 KB beyond 16 of those), and so fp32 forward
+/// one_cta_planned; 16-bit forward rows of the widest, 256 threads of 144 bytes, in launches of
+/// more than 24 rows an SM, one staged CTA of 40 KB instead); longer rows the fewest CTAs of a
+/// cluster (up to `limits.max_cluster_size`) that hold them: forward rows in launches of a few
+/// rows (at most two CTAs an SM) in 128-thread CTAs at 128 bytes a thread, the most CTAs; other
+/// 16-bit forward rows in shared memory (staged, 32 KB a CTA, or 40, 48 or 64 KB beyond 16 of
+/// those), and so fp32 forward
 /// rows of 5 to 16 CTAs of 32 KB (or 4 more than 7/8 full) in launches of more than 3 and at most
 /// 60 of them an SM; others in registers, first at 128 bytes a thread (CTAs of 256 threads, or of
 /// 128 where they leave fewer slots idle), then, forward only, at 256 (also where 128 bytes a
@@ -769,12 +772,28 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // 16385 columns ran at 90.8% of copy so against 80.6% in two staged CTAs, 18000 at 91.4%
   // against 83.4%; backward 16385 at 99.9% against 80.3% in three 128-thread CTAs; fp32 forward
   // 8193 at 96.7% against 91.7%.
+  //
+  // 16-bit forward rows that take that widest configuration, in launches of more than 24 rows an
+  // SM: one staged CTA of 40 KB instead (staged40_config, a cluster of one; 5 CTAs an SM with 200
+  // KB of rows in flight, against 2 with 72 KB). On the H200 (% of copy, two runs each) bf16 16385
+  // columns (misaligned) x 8191 rows ran at 91.2% against 89.5-89.8%, 17000 x 7895 91.3-91.6
+  // against 88.8-89.0, 18000 x 7456 93.5-94.0 against 91.7-92.2 (fp16: 93.6-94.2 against
+  // 85.9-86.3), 18432 x 7281 93.5-94.1 against 92.9-93.6, x 4000 rows 0.7-2.2 us faster; fp16
+  // 17000 x 7895 0.7 points slower, 18432 even. In launches of 2400 rows and fewer the two were
+  // within -2.4% to +3% either way (rows 100 and 400 of 16385 and 18000: 0.3-1 us slower; README,
+  // "Tuning notes" 67, 68). fp32 rows of 8193-9216 columns ran as fast or up to 1.8 points
+  // slower so: not staged.
   const bool few_forward_rows =
       dir == direction::forward && max_cluster >= 2 && few(ctas(narrow_cluster_config));
+  const bool staged_one_cta = dir == direction::forward && elem_size == 2 && vec > 1 &&
+                              max_cluster >= 2 && rows > 24 * std::int64_t{limits.sm_count} &&
+                              windows <= capacity(staged40_config, 1);
   for (int i = 0; i <= last_cta_config; ++i)
     if (one_cta_planned(kernel_configs[i], dir, vec, elem_size) && windows <= capacity(i, 1) &&
         !(i == last_cta_config && few_forward_rows))
-      return make_plan(i, layout, rows, windows, elem_size);
+      return i == last_cta_config && staged_one_cta
+                 ? make_plan(staged40_config, layout, rows, windows, elem_size, 1)
+                 : make_plan(i, layout, rows, windows, elem_size);
   if (vec > 1) {
     if (max_cluster < 2 && windows <= capacity(wide_cta_config, 1))
       return make_plan(wide_cta_config, layout, rows, windows, elem_size);
