@@ -871,18 +871,31 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
 #else
   using shape = kernel_shape<Op, V, Config>;
   using share = staged_share<Op, V, Config>;
-  __shared__ typename shape::exchange::storage smem;
+  // A cluster of one CTA (16-bit rows of one CTA, plan_for) exchanges as a CTA does: st.async
+  // into a cluster of one is refused by compute-sanitizer memcheck ("Cluster needs to have at
+  // least 2 blocks").
+  using cta_exchange = row_exchange<typename Op::reduce, 32, shape::threads_per_cta, false>;
+  __shared__ union {
+    typename shape::exchange::storage cluster;
+    typename cta_exchange::storage cta;
+  } smem;
   __shared__ std::uint64_t landed[2];
   extern __shared__ uint4 staged[];
-  shape::exchange::begin(smem, shape::warps_per_row, c.size);
+  shape::exchange::begin(smem.cluster, shape::warps_per_row, c.size);
 
   // One row a cluster, a share of it a CTA (see cluster_index).
   const share s(a, std::int64_t{cluster_index(c)}, cluster_rank(), c.share);
   s.start(staged, landed);
   __syncthreads();  // the mbarriers are initialized
 
-  const partial total =
-      shape::exchange::allreduce(s.fold(staged, landed, 0), smem, shape::warps_per_row, c.size);
+  const partial part = s.fold(staged, landed, 0);
+  partial total;
+  if (c.size > 1) {
+    total = shape::exchange::allreduce(part, smem.cluster, shape::warps_per_row, c.size);
+  } else {
+    cuda::ptx::barrier_cluster_wait();  // begin's arrive; its mbarrier is left armed, unused
+    total = cta_exchange::allreduce(part, smem.cta, shape::warps_per_row, 1);
+  }
   s.template store<0, share::slots>(staged, total);
 #endif
 }
