@@ -775,14 +775,14 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   //
   // 16-bit forward rows that take that widest configuration, in launches of more than 24 rows an
   // SM: one staged CTA of 40 KB instead (staged40_config, a cluster of one; 5 CTAs an SM with 200
-  // KB of rows in flight, against 2 with 72 KB). On the H200 (% of copy, two runs each) bf16 16385
-  // columns (misaligned) x 8191 rows ran at 91.2% against 89.5-89.8%, 17000 x 7895 91.3-91.6
-  // against 88.8-89.0, 18000 x 7456 93.5-94.0 against 91.7-92.2 (fp16: 93.6-94.2 against
-  // 85.9-86.3), 18432 x 7281 93.5-94.1 against 92.9-93.6, x 4000 rows 0.7-2.2 us faster; fp16
-  // 17000 x 7895 0.7 points slower, 18432 even. In launches of 2400 rows and fewer the two were
-  // within -2.4% to +3% either way (rows 100 and 400 of 16385 and 18000: 0.3-1 us slower; README,
-  // "Tuning notes" 67, 68). fp32 rows of 8193-9216 columns ran as fast or up to 1.8 points
-  // slower so: not staged.
+  // KB of rows in flight, against 2 with 72 KB). On the H200 (% of copy, rows*cols = 2^27, five
+  // passes against the registers) bf16 16385 columns (misaligned) ran 0.9-1.7 points faster,
+  // 18000 1.1-1.8, 17000 2.3-2.8 in two passes and 0.1 slower in three, 18432 within 0.6; fp16
+  // 16385 and 18000 0-1.1 faster (18000 7-8 in two passes, where the registers read 86%), 17000
+  // 0.6-1.6 slower and 18432 0-0.9 slower; rows 3169 and 4000 (bf16) 0.2-2.2 us faster or even.
+  // In launches of up to 2400 rows the two were within 4% either way (rows 100 and 400 of 16385
+  // and 18000: 0.3-1 us slower staged). fp32 rows of 8193-9216 columns ran as fast or up to 1.8
+  // points slower so: not staged (README, "Tuning notes" 68).
   const bool few_forward_rows =
       dir == direction::forward && max_cluster >= 2 && few(ctas(narrow_cluster_config));
   const bool staged_one_cta = dir == direction::forward && elem_size == 2 && vec > 1 &&
