@@ -632,11 +632,11 @@ TEST(Plan, FewForwardRowsTakeTheMost128ThreadCtas) {
                       rs::device_limits d = h200) {
     return rs::plan_for(rs::direction::forward, rows, cols, elem, {int(16 / elem), false}, d);
   };
-  // 50257 16-bit columns: 7 CTAs up to 37 rows (259), then two staged CTAs of 64 KB.
+  // 50257 16-bit columns: 7 CTAs up to 37 rows (259), then three staged CTAs of 40 KB.
   EXPECT_EQ(fwd(37, 50257, 2).config, rs::detail::narrow_cluster_config);
   EXPECT_EQ(fwd(37, 50257, 2).cluster_size, 7);
-  EXPECT_EQ(fwd(38, 50257, 2).config, rs::detail::wide_staged_config);
-  EXPECT_EQ(fwd(38, 50257, 2).cluster_size, 2);
+  EXPECT_EQ(fwd(38, 50257, 2).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(38, 50257, 2).cluster_size, 3);
   // fp32 32000 columns: 8 CTAs up to 33 rows, then 4 of 256 threads.
   EXPECT_EQ(fwd(33, 32000, 4).cluster_size, 8);
   EXPECT_EQ(fwd(34, 32000, 4).cluster_size, 4);
@@ -733,9 +733,9 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
   // Launches of more than two 128-thread CTAs an SM (fewer rows: see the test above).
   for (std::int64_t rows : {89, 1046})
     for (bool shifted : {false, true})
-      for (std::int64_t cols :
-           {9 * cta / 8 + 1, 2 * cta, 2 * cta + 1, std::int64_t{32000}, std::int64_t{52432},
-            std::int64_t{128256}, std::int64_t{151936}, 15 * cta + 1, 16 * cta - 7}) {
+      for (std::int64_t cols : {9 * cta / 8 + 1, 2 * cta - 7, 17 * cta / 8 + 1, std::int64_t{32000},
+                                std::int64_t{52432}, std::int64_t{128256}, std::int64_t{151936},
+                                15 * cta + 1, 16 * cta - 7}) {
         const auto p = fwd(rows, cols, shifted);
         SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " " +
                      rs::to_string(p));
@@ -749,25 +749,43 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
       }
   EXPECT_EQ(fwd(883, 151936).cluster_size, 10);
   EXPECT_EQ(fwd(1046, 65536).cluster_size, 4);
-  // Rows of four 32 KB CTAs at most four fifths full (49153..52424 columns aligned, 49146..52417
-  // shifted: 6145..6553 windows) take two CTAs of 64 KB; fuller ones four of 32 KB.
-  for (bool shifted : {false, true})
-    for (std::int64_t cols = 3 * cta - 64; cols <= 4 * cta; ++cols) {
-      const auto p = fwd(1046, cols, shifted);
-      const std::int64_t windows = rs::detail::ceil_div(cols + (shifted ? 7 : 0), 8);
-      SCOPED_TRACE("cols=" + std::to_string(cols) + " " + rs::to_string(p));
-      const bool wide = windows > 3 * 2048 && windows <= 6553;
-      ASSERT_EQ(p.algo, algorithm::staged);
-      ASSERT_EQ(p.config, wide ? rs::detail::wide_staged_config : rs::detail::staged_config);
-      ASSERT_EQ(p.cluster_size, wide ? 2 : rs::detail::ceil_div(windows, 2048));
-      ASSERT_EQ(p.vecs_per_thread, wide ? 16 : 8);
-    }
-  EXPECT_EQ(fwd(1046, 50257, true).cluster_size, 2);
-  EXPECT_EQ(fwd(1046, 50257, true).config, rs::detail::wide_staged_config);
-  EXPECT_EQ(fwd(1046, 52424).cluster_size, 2);
+  // Rows of three 32 KB CTAs the third at most an eighth full (32769..34816 columns aligned,
+  // 32762..34809 shifted: 4097..4352 windows) take two CTAs of 40 KB, rows of four at most four
+  // fifths full (49153..52424, 49146..52417: 6145..6553 windows) three; the others the fewest
+  // of 32 KB. In any launch beyond a few rows, on a device of clusters of 8 too.
+  for (rs::device_limits d : {h200, hopper_portable})
+    for (std::int64_t rows : {89, 1046})
+      for (bool shifted : {false, true})
+        for (std::int64_t cols = 2 * cta - 64; cols <= 4 * cta; ++cols) {
+          const auto p = fwd(rows, cols, shifted, d);
+          const std::int64_t windows = rs::detail::ceil_div(cols + (shifted ? 7 : 0), 8);
+          SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " " +
+                       rs::to_string(p));
+          const bool forty =
+              (windows > 2 * 2048 && windows <= 4352) || (windows > 3 * 2048 && windows <= 6553);
+          ASSERT_EQ(p.algo, algorithm::staged);
+          ASSERT_EQ(p.config, forty ? rs::detail::staged40_config : rs::detail::staged_config);
+          ASSERT_EQ(p.cluster_size, rs::detail::ceil_div(windows, forty ? 2560 : 2048));
+          ASSERT_EQ(p.vecs_per_thread, forty ? 10 : 8);
+          ASSERT_EQ(p.grid_ctas, rows * p.cluster_size);
+        }
+  EXPECT_EQ(fwd(1046, 50257, true).cluster_size, 3);
+  EXPECT_EQ(fwd(1046, 50257, true).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(1046, 52424).cluster_size, 3);
   EXPECT_EQ(fwd(1046, 52425).cluster_size, 4);
   EXPECT_EQ(fwd(1046, 49152).cluster_size, 3);
-  EXPECT_EQ(fwd(1046, 49153).cluster_size, 2);
+  EXPECT_EQ(fwd(1046, 49152).config, rs::detail::staged_config);
+  EXPECT_EQ(fwd(1046, 49153).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(1046, 32768).cluster_size, 2);
+  EXPECT_EQ(fwd(1046, 32768).config, rs::detail::staged_config);
+  EXPECT_EQ(fwd(1046, 32769).cluster_size, 2);
+  EXPECT_EQ(fwd(1046, 32769).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(1046, 34816).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(1046, 34817).cluster_size, 3);
+  EXPECT_EQ(fwd(1046, 34817).config, rs::detail::staged_config);
+  // Rows a few (at most two 128-thread CTAs an SM): the narrow clusters.
+  EXPECT_EQ(fwd(52, 32769).config, rs::detail::narrow_cluster_config);
+  EXPECT_EQ(fwd(53, 32769).config, rs::detail::staged40_config);
   EXPECT_EQ(fwd(512, 16 * cta).cluster_size, 16);
   // Rows 16 such CTAs do not hold (a shifted row of 16 CTAs' elements needs one window more):
   // the fewest CTAs of 40, 48 or 64 KB (20K, 24K, 32K elements), the smallest that hold the row

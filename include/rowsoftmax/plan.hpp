@@ -705,7 +705,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// cluster (up to `limits.max_cluster_size`) that hold them: forward rows in launches of a few
 /// rows (at most two CTAs an SM) in 128-thread CTAs at 128 bytes a thread, the most CTAs; other
 /// 16-bit forward rows in shared memory (staged, 32 KB a CTA, or 40, 48 or 64 KB beyond 16 of
-/// those), and so fp32 forward
+/// those; 40 KB for rows of three 32 KB CTAs the third at most an eighth full and of four that
+/// leave a fifth idle), and so fp32 forward
 /// rows of 5 to 16 CTAs of 32 KB (or 4 more than 7/8 full) in launches of more than 3 and at most
 /// 60 of them an SM; others in registers, first at 128 bytes a thread (CTAs of 256 threads, or of
 /// 128 where they leave fewer slots idle), then, forward only, at 256 (also where 128 bytes a
@@ -820,12 +821,19 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // 62-64%. CTAs of 128 threads were slower, and so were CTAs of 128 KB at 2^20 columns (one
     // an SM) than streaming (README, "Tuning notes" 29-31).
     //
-    // Rows of four 32 KB CTAs that leave a fifth or more of their slots idle (49153 to 52424
-    // columns, aligned; 50257 among them) take two CTAs of 64 KB instead, their slots as idle: on
-    // the H200 (bf16 and fp16, rows*cols = 2^27, three runs) 89.4-92.4% of copy against
-    // 87.4-90.1% at 49153-52000 columns (50257 x 8192 rows: 95.5% against 91.1%), within 0.3 at
-    // 52424; fuller rows ran as fast or up to 2.1 points faster on four CTAs of 32 KB
-    // (53000-65536), and other cluster sizes showed no rule (README, "Tuning notes" 38, 45).
+    // Rows of three 32 KB CTAs of which the third holds at most an eighth of its slots (32769 to
+    // 34816 columns, aligned) take two CTAs of 40 KB instead, and rows of four that leave a fifth
+    // or more of their slots idle (49153 to 52424; 50257 among them) three of 40 KB: an SM's
+    // five CTAs of 40 KB hold 25% more of the former than its six of 32 KB, and 11% more of the
+    // latter than six of 32 KB or three of 64 KB (planned for 49153-52424 from 91f1c5c, where
+    // they ran 1-4 points faster than four of 32 KB). On the H200 (rows*cols = 2^27, % of
+    // copy, two passes each of two probe runs) bf16 32769-34816 columns ran 0.5-3.5 points faster
+    // (32769: 92.5% against 91.0-91.2%, 82% in one run; 33280 94.2% against 90.7%), fp16 0.1-1.9
+    // (34000 and 34816: -0.8 to +0.8); bf16 49153-52424 0.1-1.3 faster, fp16 0.2-0.8 (50257
+    // 92.0-92.1% against 90.9-91.7%); launches of 132 rows within 0.1 us (50257) or 0.6-1.8 us
+    // faster (32769), of 396 and 1056 rows 0-2.8 us faster. Rows of three fuller CTAs ran as fast
+    // or slower in two of 40 KB (35500 -0.7 to +1.3; 36864, 40960 even; 38000 2.7 slower), rows of
+    // four fuller ones 0.1-0.9 slower in three (53000, 56000; README, "Tuning notes" 38, 45, 69).
     //
     // Rows that 16 CTAs of 32 KB do not hold took those of 64 KB; those of 40 and 48 KB, where
     // they hold the row, ran faster on the H200 (bf16, rows*cols = 2^27, % of copy): 262143
@@ -833,13 +841,16 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // 280000 93.0-93.1 in 14 against 84.5-85.1 in 9 (48 KB: 87.9 in 12), 300000 93.2-93.8 in 15
     // against 84.4-85.0, 327680 93.8-94.6 in 16 against 86.4-86.9; 350000 86.8-87.2 in 15 of
     // 48 KB against 86.6-86.7 in 11, 393216 93.2-94.0 in 16 against 88.9-89.8 in 12; few rows
-    // too (262143 x 64: 27.5 us against 31.2; README, "Tuning notes" 67). Rows that 16 CTAs of
-    // 32 KB hold ran 0.4-1.7 points faster in fewer CTAs of 40 KB (32769, 49153, 163841,
-    // 229377 columns): not taken.
+    // too (262143 x 64: 27.5 us against 31.2; README, "Tuning notes" 67). Other rows that 16
+    // CTAs of 32 KB hold but those above ran as fast in fewer CTAs of 40 KB or slower (57345-196609
+    // within 0.6 points; 229377 and 245761 0.6-2 slower; README, "Tuning notes" 67, 68).
     if (dir == direction::forward && elem_size == 2 && max_cluster >= 2) {
-      const std::int64_t narrow = capacity(staged_config, 1);
-      if (ceil_div(windows, narrow) == 4 && windows * 5 <= 4 * narrow * 4)
-        return make_plan(wide_staged_config, layout, rows, windows, elem_size, 2);
+      const std::int64_t narrow = capacity(staged_config, 1), n = ceil_div(windows, narrow);
+      const std::int64_t n40 = ceil_div(windows, capacity(staged40_config, 1));
+      const bool third_nearly_empty = n == 3 && 8 * windows <= 17 * narrow;
+      const bool fourth_empty = n == 4 && 5 * windows <= 16 * narrow;
+      if ((third_nearly_empty || fourth_empty) && n40 <= max_cluster)
+        return make_plan(staged40_config, layout, rows, windows, elem_size, static_cast<int>(n40));
       for (int config : {staged_config, staged40_config, staged48_config, wide_staged_config}) {
         const std::int64_t n = ceil_div(windows, capacity(config, 1));
         if (n <= max_cluster)
