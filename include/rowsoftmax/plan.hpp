@@ -828,12 +828,15 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // latter than six of 32 KB or three of 64 KB (planned for 49153-52424 from 91f1c5c, where
     // they ran 1-4 points faster than four of 32 KB). On the H200 (rows*cols = 2^27, % of
     // copy, two passes each of two probe runs) bf16 32769-34816 columns ran 0.5-3.5 points faster
-    // (32769: 92.5% against 91.0-91.2%, 82% in one run; 33280 94.2% against 90.7%), fp16 0.1-1.9
-    // (34000 and 34816: -0.8 to +0.8); bf16 49153-52424 0.1-1.3 faster, fp16 0.2-0.8 (50257
-    // 92.0-92.1% against 90.9-91.7%); launches of 132 rows within 0.1 us (50257) or 0.6-1.8 us
-    // faster (32769), of 396 and 1056 rows 0-2.8 us faster. Rows of three fuller CTAs ran as fast
-    // or slower in two of 40 KB (35500 -0.7 to +1.3; 36864, 40960 even; 38000 2.7 slower), rows of
-    // four fuller ones 0.1-0.9 slower in three (53000, 56000; README, "Tuning notes" 38, 45, 69).
+    // (32769: 92.5% against 91.0-91.2%, 82% in an earlier run; 33280 94.2% against 90.7%), fp16
+    // 0.1-2.8 but 34000 and 34816 (-0.8 to +0.8); bf16 49153-52424 0.1-1.3 faster, fp16 0.2-0.8
+    // (bf16 50257 91.3-92.1% against 90.9-91.7%); launches of 132 rows within 0.1 us (50257) or
+    // 0.6-1.8 us faster (32769), of 396 and 1056 rows 0-2.8 us faster; in the benchmark of the
+    // commit that planned them (three passes, the plans before forced beside) bf16 33280 +2.6 to
+    // +3.6, 49153 and 50257 +1.3 to +2.3, 32769 +0.1 to +0.9, fp16 -0.5 to +1.0. Rows of three
+    // fuller CTAs ran as fast or slower in two of 40 KB (35500 -0.7 to +1.3; 36864, 40960 even;
+    // 38000 2.6-2.9 slower), rows of four fuller ones 0.1-0.9 slower in three (53000, 56000;
+    // README, "Tuning notes" 38, 45, 69).
     //
     // Rows that 16 CTAs of 32 KB do not hold took those of 64 KB; those of 40 and 48 KB, where
     // they hold the row, ran faster on the H200 (bf16, rows*cols = 2^27, % of copy): 262143
