@@ -100,7 +100,7 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
           for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); ++cols) {
             const rs::plan p = rs::plan_for(dir, 7, cols, elem, c.layout, d);
             const char* err = plan_error(p, 7, cols, c, d);
-            if (!err && !rs::detail::runs(kernel_configs[p.config], dir))
+            if (!err && !rs::detail::runs(kernel_configs[p.config], dir, elem))
               err = "a configuration without a kernel for the direction";
             ASSERT_EQ(err, nullptr)
                 << err << ": cols=" << cols << " elem=" << elem << " vec=" << c.layout.vec
@@ -142,7 +142,8 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
   EXPECT_EQ(rs::detail::wide_cluster288_config, rs::detail::last_tiled_config + 2);
   EXPECT_EQ(rs::detail::staged40_config, rs::detail::last_tiled_config + 3);
   EXPECT_EQ(rs::detail::staged48_config, rs::detail::last_tiled_config + 4);
-  EXPECT_EQ(rs::detail::staged48_config + 1, rs::detail::num_kernel_configs);
+  EXPECT_EQ(rs::detail::hinted_split_config, rs::detail::last_tiled_config + 5);
+  EXPECT_EQ(rs::detail::hinted_split_config + 1, rs::detail::num_kernel_configs);
   for (int c : {rs::detail::staged40_config, rs::detail::staged48_config}) {
     auto const& k = kernel_configs[c];
     EXPECT_EQ(k.algo, algorithm::staged);
@@ -835,10 +836,11 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
           algorithm::staged);
   // The staged configurations run forward only.
   for (int c : {rs::detail::staged_config, rs::detail::staged40_config, rs::detail::staged48_config,
-                rs::detail::wide_staged_config}) {
-    EXPECT_TRUE(rs::detail::runs(kernel_configs[c], rs::direction::forward));
-    EXPECT_FALSE(rs::detail::runs(kernel_configs[c], rs::direction::backward));
-  }
+                rs::detail::wide_staged_config})
+    for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
+      EXPECT_TRUE(rs::detail::runs(kernel_configs[c], rs::direction::forward, elem));
+      EXPECT_FALSE(rs::detail::runs(kernel_configs[c], rs::direction::backward, elem));
+    }
 }
 
 // 16-bit forward rows that the widest one-CTA configuration takes (256 threads of 144 bytes:
@@ -1350,4 +1352,62 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
     EXPECT_EQ(p.stash_tiles, 1);
     EXPECT_TRUE(rs::detail::reads_once(p, rs::direction::backward, 4));
   }
+}
+
+// Split rows (the workspace launchers, and out of place without one) of 16-bit backward whose
+// largest share reads tiles twice (more tiles than its register tile and stash) take the hinted
+// split configuration, the others the split one: fp32 (hinted in either), forward, the scalar
+// fallback, and 16-bit backward rows the CTAs hold. On the H200 from about 2^23 + 2^18 columns.
+TEST(Plan, SixteenBitBackwardSplitRowsReadingTilesTwiceTakeTheHintedKernel) {
+  auto const& hinted = kernel_configs[rs::detail::hinted_split_config];
+  auto const& plain = kernel_configs[rs::detail::split_config];
+  EXPECT_TRUE(hinted.l2_hints);
+  EXPECT_FALSE(plain.l2_hints);
+  EXPECT_FALSE(hinted.scalar_ok);
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
+    EXPECT_EQ(rs::detail::runs(hinted, rs::direction::backward, elem), elem == 2);
+    EXPECT_FALSE(rs::detail::runs(hinted, rs::direction::forward, elem));
+    EXPECT_TRUE(rs::detail::runs(plain, rs::direction::backward, elem));
+    EXPECT_TRUE(rs::detail::runs(plain, rs::direction::forward, elem));
+  }
+  int hinted_plans = 0, held_plans = 0;
+  for (rs::device_limits d : {h200, hopper_portable, a100})
+    for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
+      for (auto dir : {rs::direction::forward, rs::direction::backward})
+        for (rs::row_layout layout :
+             {rs::row_layout{int(16 / elem), false}, rs::row_layout{int(16 / elem), true},
+              rs::row_layout{1, false}, rs::row_layout{int(16 / elem), false, false, true}})
+          for (std::int64_t rows : {1, 8, 64})
+            for (std::int64_t cols = std::int64_t{1} << 22; cols <= std::int64_t{1} << 25;
+                 cols += (std::int64_t{1} << 17) + 3) {
+              const bool with_workspace = !layout.out_of_place;
+              const rs::plan p = rs::plan_for(dir, rows, cols, elem, layout, d, with_workspace);
+              SCOPED_TRACE("elem=" + std::to_string(elem) + " rows=" + std::to_string(rows) +
+                           " cols=" + std::to_string(cols) + " " + rs::to_string(p));
+              if (p.algo != algorithm::split) {
+                ASSERT_NE(p.config, rs::detail::hinted_split_config);
+                continue;
+              }
+              const bool twice =
+                  rs::detail::ceil_div(rs::detail::row_tiles(p), p.split_ctas) > p.stash_tiles + 1;
+              const bool hint = dir == rs::direction::backward && elem == 2 && p.vec > 1 && twice;
+              ASSERT_EQ(p.config,
+                        hint ? rs::detail::hinted_split_config : rs::detail::split_config);
+              ASSERT_TRUE(rs::detail::runs(kernel_configs[p.config], dir, elem));
+              if (dir == rs::direction::backward && elem == 2 && p.vec > 1)
+                ++(twice ? hinted_plans : held_plans);
+            }
+  EXPECT_GT(hinted_plans, 0);
+  EXPECT_GT(held_plans, 0);
+  // The H200: 16-bit backward 2^23 columns held (two tiles a CTA: one in registers, one
+  // stashed), 2^24 not (four).
+  const auto bwd = [](std::int64_t rows, std::int64_t cols) {
+    return rs::plan_for(rs::direction::backward, rows, cols, 2, {8, false}, h200, true);
+  };
+  EXPECT_EQ(bwd(16, std::int64_t{1} << 23).config, rs::detail::split_config);
+  EXPECT_EQ(bwd(8, std::int64_t{1} << 24).config, rs::detail::hinted_split_config);
+  EXPECT_EQ(
+      rs::plan_for(rs::direction::backward, 8, std::int64_t{1} << 24, 4, {4, false}, h200, true)
+          .config,
+      rs::detail::split_config);
 }

@@ -119,6 +119,10 @@ struct kernel_config {
   /// copied into shared memory in 16-byte vectors, held from there as in registers otherwise,
   /// normalized in place and copied out (see first_tiled_config).
   bool tiled = false;
+  /// Split CTAs that read tiles of their share twice give their accesses L2 hints, whatever
+  /// the type (fp32 ones do in any split configuration: hints_second_reads). Only 16-bit backward
+  /// (see runs, hinted_split_config).
+  bool l2_hints = false;
 };
 
 inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
@@ -208,6 +212,8 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::cluster, 256, 288, 256, true, false},            // 57: forward, beside 40
     {algorithm::staged, 256, 160, 256, true, false},             // 58: forward only, 40 KB
     {algorithm::staged, 256, 192, 256, true, false},             // 59: forward only, 48 KB
+    // 60: split (43) with L2 hints, 16-bit backward (hinted_split_config)
+    {algorithm::split, 256, 128, 256, false, false, 1, false, true},
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -267,6 +273,21 @@ inline constexpr int wide_cluster288_config = 57;
 // 40 KB a row, for 16-bit forward rows of 16385-18432 columns in full launches (see plan_for).
 inline constexpr int staged40_config = 58;
 inline constexpr int staged48_config = 59;
+// The split configuration whose CTAs give L2 hints (kernel_config::l2_hints), for 16-bit backward
+// rows whose shares read tiles twice (make_split_plan). A configuration of its own, so that the
+// other 16-bit split kernels keep their code: with the hinted copy of their loops beside the plain
+// one, the 16-bit backward kernel's code doubled and its rows of 2^20-2^23 columns, which read no
+// tile twice, ran 0.5-3.5 points slower on the H200 (README, "Tuning notes" 45, 70).
+inline constexpr int hinted_split_config = 60;
+static_assert(kernel_configs[hinted_split_config].algo == algorithm::split &&
+                  kernel_configs[hinted_split_config].threads_per_row ==
+                      kernel_configs[split_config].threads_per_row &&
+                  kernel_configs[hinted_split_config].bytes == kernel_configs[split_config].bytes &&
+                  kernel_configs[hinted_split_config].threads_per_cta ==
+                      kernel_configs[split_config].threads_per_cta &&
+                  kernel_configs[hinted_split_config].l2_hints &&
+                  !kernel_configs[split_config].l2_hints,
+              "the hinted split configuration is the split one but for its hints");
 
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
   return (a + b - 1) / b;
@@ -327,9 +348,11 @@ ROWSOFTMAX_HOST_DEVICE constexpr bool splits(kernel_config const& c) noexcept {
   return c.algo == algorithm::split || c.algo == algorithm::staged_split;
 }
 
-/// Whether a configuration runs `dir`: the staged ones forward only.
-constexpr bool runs(kernel_config const& c, direction dir) noexcept {
-  return !stages(c) || dir == direction::forward;
+/// Whether a configuration has a kernel for `dir` and `elem_size`-byte elements: the staged ones
+/// forward only, the hinted split one 16-bit backward only (hinted_split_config).
+constexpr bool runs(kernel_config const& c, direction dir, std::size_t elem_size) noexcept {
+  return (!stages(c) || dir == direction::forward) &&
+         (!c.l2_hints || (dir == direction::backward && elem_size == 2));
 }
 
 /// Shared memory a staged CTA copies its share of the row into: its threads' bytes.
@@ -445,8 +468,9 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_tile_bytes(kernel_config con
 }
 
 /// Whether a split CTA that reads tiles of its share twice gives its accesses L2 hints, so that
-/// L2 keeps those tiles for their second read (kernels.cuh, tile_share::hintable): fp32 rows.
-/// The planner prices the fp32 forward's second reads as L2 hits for it (make_split_plan).
+/// L2 keeps those tiles for their second read (kernels.cuh, tile_share::hintable), in any split
+/// configuration: fp32 rows (16-bit backward rows in hinted_split_config). The planner prices the
+/// fp32 forward's second reads as L2 hits for it (make_split_plan).
 ROWSOFTMAX_HOST_DEVICE constexpr bool hints_second_reads(std::size_t elem_size) noexcept {
   return elem_size == 4;
 }
@@ -593,6 +617,13 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const std::int64_t ctas = ctas_of(best_groups);
   p = with_groups(p, best_groups, ctas);
   p.stash_tiles = stashed_tiles(ceil_div(tiles, ctas), in_registers, stash);
+  // 16-bit backward rows whose largest share reads tiles twice: the hinted kernel, the same
+  // configuration but for its hints (hinted_split_config). On the H200 (rows*cols = 2^27) bf16
+  // and fp16 backward 2^24 columns ran at 70.1-70.4% of copy hinted against 65.6-65.8% (README,
+  // "Tuning notes" 45, 70).
+  if (dir == direction::backward && !hints_second_reads(elem_size) && layout.vec > 1 &&
+      ceil_div(tiles, ctas) > held)
+    p.config = hinted_split_config;
   return p;
 }
 

@@ -292,8 +292,10 @@ struct tile_share {
   /// the last they load (16-bit forward before it kept a register tile, whose kernel also spilled
   /// so), ran 1-3.5 points slower, and streaming rows up to 5; 16-bit backward rows 2^24 gained
   /// 4.5 points, but the hinted copy of the loops doubled the kernel's code and its rows of
-  /// 2^20-2^23 columns, not hinted, lost 0.5-3.5 (README, "Tuning notes" 45).
-  static constexpr bool hintable = hints_second_reads(sizeof(typename Op::value_type));
+  /// 2^20-2^23 columns, not hinted, lost 0.5-3.5 (README, "Tuning notes" 45): 16-bit backward
+  /// rows whose shares read tiles twice take a configuration of their own (hinted_split_config).
+  static constexpr bool hintable =
+      hints_second_reads(sizeof(typename Op::value_type)) || shape::config.l2_hints;
   __device__ static bool hinted(std::int64_t tiles, int stash_tiles) {
     return hintable && tiles > stash_tiles + 1;
   }
