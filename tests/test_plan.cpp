@@ -1354,10 +1354,11 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
   }
 }
 
-// Split rows (the workspace launchers, and out of place without one) of 16-bit backward whose
-// largest share reads tiles twice (more tiles than its register tile and stash) take the hinted
-// split configuration, the others the split one: fp32 (hinted in either), forward, the scalar
-// fallback, and 16-bit backward rows the CTAs hold. On the H200 from about 2^23 + 2^18 columns.
+// Split rows (the workspace launchers, and out of place without one) of 16-bit backward of which
+// at least 7/8 of a group's CTAs read a tile twice (more tiles than their register tile and
+// stash) take the hinted split configuration, the others the split one: fp32 (hinted in either),
+// forward, the scalar fallback, and 16-bit backward rows the CTAs hold or that fewer CTAs read
+// twice. On the H200 from 759 tiles (about 12.4M columns) on.
 TEST(Plan, SixteenBitBackwardSplitRowsReadingTilesTwiceTakeTheHintedKernel) {
   auto const& hinted = kernel_configs[rs::detail::hinted_split_config];
   auto const& plain = kernel_configs[rs::detail::split_config];
@@ -1370,7 +1371,7 @@ TEST(Plan, SixteenBitBackwardSplitRowsReadingTilesTwiceTakeTheHintedKernel) {
     EXPECT_TRUE(rs::detail::runs(plain, rs::direction::backward, elem));
     EXPECT_TRUE(rs::detail::runs(plain, rs::direction::forward, elem));
   }
-  int hinted_plans = 0, held_plans = 0;
+  int hinted_plans = 0, few_plans = 0, held_plans = 0;
   for (rs::device_limits d : {h200, hopper_portable, a100})
     for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
       for (auto dir : {rs::direction::forward, rs::direction::backward})
@@ -1388,23 +1389,36 @@ TEST(Plan, SixteenBitBackwardSplitRowsReadingTilesTwiceTakeTheHintedKernel) {
                 ASSERT_NE(p.config, rs::detail::hinted_split_config);
                 continue;
               }
-              const bool twice =
-                  rs::detail::ceil_div(rs::detail::row_tiles(p), p.split_ctas) > p.stash_tiles + 1;
-              const bool hint = dir == rs::direction::backward && elem == 2 && p.vec > 1 && twice;
+              // CTAs of the group that read a tile twice: those whose share exceeds what they
+              // hold (the register tile and, where their share reads twice, a full stash).
+              const std::int64_t tiles = rs::detail::row_tiles(p), ctas = p.split_ctas;
+              const bool twice = rs::detail::ceil_div(tiles, ctas) > p.stash_tiles + 1;
+              const std::int64_t held = p.stash_tiles + 1, q = tiles / ctas, r = tiles % ctas;
+              const std::int64_t reading_twice = !twice ? 0 : q > held ? ctas : r;
+              const bool hint = dir == rs::direction::backward && elem == 2 && p.vec > 1 &&
+                                8 * reading_twice >= 7 * ctas;
               ASSERT_EQ(p.config,
                         hint ? rs::detail::hinted_split_config : rs::detail::split_config);
               ASSERT_TRUE(rs::detail::runs(kernel_configs[p.config], dir, elem));
               if (dir == rs::direction::backward && elem == 2 && p.vec > 1)
-                ++(twice ? hinted_plans : held_plans);
+                ++(hint ? hinted_plans : twice ? few_plans : held_plans);
             }
   EXPECT_GT(hinted_plans, 0);
+  EXPECT_GT(few_plans, 0);
   EXPECT_GT(held_plans, 0);
-  // The H200: 16-bit backward 2^23 columns held (two tiles a CTA: one in registers, one
-  // stashed), 2^24 not (four).
+  // The H200: one group of 264 CTAs, each holding two tiles (16K elements a tensor each: one in
+  // registers, one stashed). 2^23 columns held; hinted from 759 tiles on (231 of the 264 CTAs
+  // reading one twice); 2^24 (1024 tiles) hinted.
   const auto bwd = [](std::int64_t rows, std::int64_t cols) {
     return rs::plan_for(rs::direction::backward, rows, cols, 2, {8, false}, h200, true);
   };
   EXPECT_EQ(bwd(16, std::int64_t{1} << 23).config, rs::detail::split_config);
+  EXPECT_EQ(bwd(14, 576 * 16384).config, rs::detail::split_config);
+  EXPECT_EQ(bwd(8, 758 * 16384).config, rs::detail::split_config);
+  EXPECT_EQ(bwd(8, 758 * 16384).split_ctas, 264);
+  EXPECT_EQ(bwd(8, 758 * 16384 + 1).config, rs::detail::hinted_split_config);
+  EXPECT_EQ(bwd(8, 758 * 16384 + 1).split_ctas, 264);
+  EXPECT_EQ(bwd(10, 768 * 16384).config, rs::detail::hinted_split_config);
   EXPECT_EQ(bwd(8, std::int64_t{1} << 24).config, rs::detail::hinted_split_config);
   EXPECT_EQ(
       rs::plan_for(rs::direction::backward, 8, std::int64_t{1} << 24, 4, {4, false}, h200, true)

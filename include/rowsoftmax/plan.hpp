@@ -274,10 +274,11 @@ inline constexpr int wide_cluster288_config = 57;
 inline constexpr int staged40_config = 58;
 inline constexpr int staged48_config = 59;
 // The split configuration whose CTAs give L2 hints (kernel_config::l2_hints), for 16-bit backward
-// rows whose shares read tiles twice (make_split_plan). A configuration of its own, so that the
-// other 16-bit split kernels keep their code: with the hinted copy of their loops beside the plain
-// one, the 16-bit backward kernel's code doubled and its rows of 2^20-2^23 columns, which read no
-// tile twice, ran 0.5-3.5 points slower on the H200 (README, "Tuning notes" 45, 70).
+// rows of which nearly every CTA reads a tile twice (make_split_plan). A configuration of its own,
+// so that the other 16-bit split kernels keep their code: with the hinted copy of their loops
+// beside the plain one, the 16-bit backward kernel's code doubled and its rows of 2^20-2^23
+// columns, which read no tile twice, ran 0.5-3.5 points slower on the H200 (README, "Tuning notes"
+// 45, 70).
 inline constexpr int hinted_split_config = 60;
 static_assert(kernel_configs[hinted_split_config].algo == algorithm::split &&
                   kernel_configs[hinted_split_config].threads_per_row ==
@@ -617,12 +618,17 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const std::int64_t ctas = ctas_of(best_groups);
   p = with_groups(p, best_groups, ctas);
   p.stash_tiles = stashed_tiles(ceil_div(tiles, ctas), in_registers, stash);
-  // 16-bit backward rows whose largest share reads tiles twice: the hinted kernel, the same
-  // configuration but for its hints (hinted_split_config). On the H200 (rows*cols = 2^27) bf16
-  // and fp16 backward 2^24 columns ran at 70.1-70.4% of copy hinted against 65.6-65.8% (README,
-  // "Tuning notes" 45, 70).
+  // 16-bit backward rows of which at least 7/8 of a group's CTAs read a tile twice: the hinted
+  // kernel, the same configuration but for its hints (hinted_split_config). On the H200
+  // (rows*cols = 2^27, one group of 264 CTAs, each holding two tiles) hinted bf16 and fp16 rows
+  // of 2^24 columns (1024 tiles, every CTA reading one or two twice) ran 4.4-4.9 points faster
+  // (71.3-71.7% of copy against 66.6-66.8%), of 768 tiles (91% of the CTAs reading one twice)
+  // 2.7-3.2 faster, but of 544-720 tiles (6-73%) 0.1-4.9 slower: where few CTAs read a tile
+  // twice, its second read mostly hits L2 unhinted, and the hints' evict-first on the rest cost
+  // more (README, "Tuning notes" 45, 70).
+  const std::int64_t q = tiles / ctas, r = tiles % ctas;
   if (dir == direction::backward && !hints_second_reads(elem_size) && layout.vec > 1 &&
-      ceil_div(tiles, ctas) > held)
+      (q > held || (q == held && 8 * r >= 7 * ctas)))
     p.config = hinted_split_config;
   return p;
 }
