@@ -885,10 +885,10 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // CTAs of 32 KB hold but those above ran as fast in fewer CTAs of 40 KB or slower (57345-196609
     // within 0.6 points; 229377 and 245761 0.6-2 slower; README, "Tuning notes" 67, 68).
     if (dir == direction::forward && elem_size == 2 && max_cluster >= 2) {
-      const std::int64_t narrow = capacity(staged_config, 1), n = ceil_div(windows, narrow);
+      const std::int64_t narrow = capacity(staged_config, 1), n32 = ceil_div(windows, narrow);
       const std::int64_t n40 = ceil_div(windows, capacity(staged40_config, 1));
-      const bool third_nearly_empty = n == 3 && 8 * windows <= 17 * narrow;
-      const bool fourth_empty = n == 4 && 5 * windows <= 16 * narrow;
+      const bool third_nearly_empty = n32 == 3 && 8 * windows <= 17 * narrow;
+      const bool fourth_empty = n32 == 4 && 5 * windows <= 16 * narrow;
       if ((third_nearly_empty || fourth_empty) && n40 <= max_cluster)
         return make_plan(staged40_config, layout, rows, windows, elem_size, static_cast<int>(n40));
       for (int config : {staged_config, staged40_config, staged48_config, wide_staged_config}) {
