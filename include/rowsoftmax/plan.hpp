@@ -823,9 +823,12 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // points slower so: not staged (README, "Tuning notes" 68).
   const bool few_forward_rows =
       dir == direction::forward && max_cluster >= 2 && few(ctas(narrow_cluster_config));
+  static_assert(kernel_configs[staged40_config].threads_per_cta ==
+                        kernel_configs[last_cta_config].threads_per_cta &&
+                    kernel_configs[staged40_config].bytes > kernel_configs[last_cta_config].bytes,
+                "one staged CTA of 40 KB holds every row the widest one-CTA configuration does");
   const bool staged_one_cta = dir == direction::forward && elem_size == 2 && vec > 1 &&
-                              max_cluster >= 2 && rows > 24 * std::int64_t{limits.sm_count} &&
-                              windows <= capacity(staged40_config, 1);
+                              max_cluster >= 2 && rows > 24 * std::int64_t{limits.sm_count};
   for (int i = 0; i <= last_cta_config; ++i)
     if (one_cta_planned(kernel_configs[i], dir, vec, elem_size) && windows <= capacity(i, 1) &&
         !(i == last_cta_config && few_forward_rows))
