@@ -271,14 +271,14 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
           launcher<T> forced;
           forced.forced = p;
           SCOPED_TRACE("config " + std::to_string(c) + ": " + to_string(p));
-          // A configuration without a kernel for a direction and type (staged: backward; the
-          // hinted split: forward and fp32) is refused for it, nothing launched.
+          // A configuration without a kernel for a direction (staged and the hinted split:
+          // backward and forward) is refused for it, nothing launched.
           device_buffer<T> buf(3 * s.rows * cols);
           ASSERT_NE(buf.ptr, nullptr);
           const detail::tensor_arg t[] = {{buf.ptr, cols, false},
                                           {buf.ptr + s.rows * cols, cols, false},
                                           {buf.ptr + 2 * s.rows * cols, cols, true}};
-          if (detail::runs(k, direction::forward, sizeof(T))) {
+          if (detail::runs(k, direction::forward)) {
             check_forward<T>(s, seed_of(cols, c * 17 + n, 11), fill::random, forced);
           } else {
             const detail::tensor_arg tf[] = {t[0], t[2]};
@@ -287,7 +287,7 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
                           nullptr),
                       cudaErrorInvalidValue);
           }
-          if (detail::runs(k, direction::backward, sizeof(T))) {
+          if (detail::runs(k, direction::backward)) {
             check_backward<T>(s, seed_of(cols, c * 17 + n, 12), fill::random, forced);
           } else {
             EXPECT_EQ(detail::run<detail::backward_op<T>>(
@@ -623,19 +623,18 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
   for (std::int64_t cols : {staged_most, staged_most + 6})  // the latter split (sm_90)
     for (shape s : layouts<T>(2, cols))
       check_forward<T>(s, seed_of(s.cols, s.out_offset, 25), fill::random, with_workspace);
-  // 16-bit backward rows whose CTAs read tiles of their shares twice (2^24 + 3 columns: about
-  // four tiles a CTA on the H200, two held) take the hinted split configuration; aligned and
-  // shifted, random and special values.
-  if constexpr (sizeof(T) == 2)
-    for (int i : {0, 1}) {
-      const shape s = layouts<T>(3, (std::int64_t{1} << 24) + 3)[i];
-      const plan p =
-          plan_for<T>(direction::backward, s.rows, s.cols, layout_for<T>(s), limits, true);
-      const std::int64_t q = detail::row_tiles(p) / p.split_ctas;
-      if (q > p.stash_tiles + 1) EXPECT_EQ(p.config, detail::hinted_split_config) << to_string(p);
-      check_backward<T>(s, seed_of(s.cols, 3, 32), fill::random, with_workspace);
-      check_backward<T>(s, seed_of(s.cols, 3, 33), fill::special, with_workspace);
-    }
+  // Backward rows whose CTAs read tiles of their shares twice (16-bit 2^24 + 3 columns, fp32
+  // 7 * 2^20 + 3: 3-4 tiles a CTA on the H200, two held) take the hinted split configuration;
+  // aligned and shifted, random and special values.
+  for (int i : {0, 1}) {
+    const std::int64_t rows = sizeof(T) == 2 ? 3 : 2;
+    const shape s = layouts<T>(rows, (std::int64_t{sizeof(T) == 2 ? 16 : 7} << 20) + 3)[i];
+    const plan p = plan_for<T>(direction::backward, s.rows, s.cols, layout_for<T>(s), limits, true);
+    const std::int64_t q = detail::row_tiles(p) / p.split_ctas;
+    if (q > p.stash_tiles + 1) EXPECT_EQ(p.config, detail::hinted_split_config) << to_string(p);
+    check_backward<T>(s, seed_of(s.cols, rows, 32), fill::random, with_workspace);
+    check_backward<T>(s, seed_of(s.cols, rows, 33), fill::special, with_workspace);
+  }
   // The size query: 0 for register rows, the plan's bytes for split and staged split rows
   // (backward split; forward staged split for 16-bit rows on sm_90, else split).
   constexpr std::int64_t n = std::int64_t{1} << 21;  // 2 rows of 2^20
@@ -671,8 +670,8 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
 // 2 CTAs (shares of 1-2 tiles) or 4 (a CTA with no tile at the rows of three); no stash (the
 // second tile read again) or one. Forward stores a row while it loads the next
 // (tile_share::pass), so a CTA's share changes within one pass; backward as a reference, and
-// 16-bit backward through the hinted split configuration too (a share of two tiles and no stash
-// reads one twice, hinted).
+// through the hinted split configuration too (a share of two tiles and no stash reads one twice,
+// hinted).
 TYPED_TEST_P(Gpu, SplitRowsWhoseSharesChange) {
   using T = TypeParam;
   constexpr int v = static_cast<int>(vec_of<T>());
@@ -695,7 +694,7 @@ TYPED_TEST_P(Gpu, SplitRowsWhoseSharesChange) {
           SCOPED_TRACE(to_string(p) + " " + s.str());
           check_forward<T>(s, seed_of(groups * 4 + ctas, stash, 28), fill::random, forced);
           check_backward<T>(s, seed_of(groups * 4 + ctas, stash, 29), fill::random, forced);
-          if (sizeof(T) == 2 && layout.vec > 1) {
+          if (layout.vec > 1) {
             forced.forced->config = detail::hinted_split_config;
             SCOPED_TRACE("hinted");
             check_backward<T>(s, seed_of(groups * 4 + ctas, stash, 34), fill::random, forced);

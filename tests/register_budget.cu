@@ -22,9 +22,8 @@ int count_row_loop_kernels() {
 template <class T>
 int count_kernels_of() {
   constexpr int V = 16 / sizeof(T);
-  int hinted = 0;  // the hinted split kernel: 16-bit backward only (runs)
-  if constexpr (sizeof(T) == 2)
-    hinted = kernel_ptr<backward_op<T>, V, hinted_split_config>() != nullptr ? 1 : 0;
+  // The hinted split kernel: backward only (runs).
+  const int hinted = kernel_ptr<backward_op<T>, V, hinted_split_config>() != nullptr ? 1 : 0;
   return count_row_loop_kernels<forward_op<T>, V>() + count_row_loop_kernels<forward_op<T>, 1>() +
          count_row_loop_kernels<backward_op<T>, V>() + count_row_loop_kernels<backward_op<T>, 1>() +
          hinted;

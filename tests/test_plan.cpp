@@ -100,7 +100,7 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
           for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); ++cols) {
             const rs::plan p = rs::plan_for(dir, 7, cols, elem, c.layout, d);
             const char* err = plan_error(p, 7, cols, c, d);
-            if (!err && !rs::detail::runs(kernel_configs[p.config], dir, elem))
+            if (!err && !rs::detail::runs(kernel_configs[p.config], dir))
               err = "a configuration without a kernel for the direction";
             ASSERT_EQ(err, nullptr)
                 << err << ": cols=" << cols << " elem=" << elem << " vec=" << c.layout.vec
@@ -836,11 +836,10 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
           algorithm::staged);
   // The staged configurations run forward only.
   for (int c : {rs::detail::staged_config, rs::detail::staged40_config, rs::detail::staged48_config,
-                rs::detail::wide_staged_config})
-    for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
-      EXPECT_TRUE(rs::detail::runs(kernel_configs[c], rs::direction::forward, elem));
-      EXPECT_FALSE(rs::detail::runs(kernel_configs[c], rs::direction::backward, elem));
-    }
+                rs::detail::wide_staged_config}) {
+    EXPECT_TRUE(rs::detail::runs(kernel_configs[c], rs::direction::forward));
+    EXPECT_FALSE(rs::detail::runs(kernel_configs[c], rs::direction::backward));
+  }
 }
 
 // 16-bit forward rows that the widest one-CTA configuration takes (256 threads of 144 bytes:
@@ -1354,24 +1353,31 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
   }
 }
 
-// Split rows (the workspace launchers, and out of place without one) of 16-bit backward of which
-// at least 7/8 of a group's CTAs read a tile twice (more tiles than their register tile and
-// stash) take the hinted split configuration, the others the split one: fp32 (hinted in either),
-// forward, the scalar fallback, and 16-bit backward rows the CTAs hold or that fewer CTAs read
-// twice. On the H200 from 759 tiles (about 12.4M columns) on.
-TEST(Plan, SixteenBitBackwardSplitRowsReadingTilesTwiceTakeTheHintedKernel) {
+// Split rows (the workspace launchers, and out of place without one) of backward of which at
+// least 7/8 of a group's CTAs read a tile twice (more tiles than their register tile and stash)
+// take the hinted split configuration, the others the split one: forward (fp32 hinted in
+// either), the scalar fallback, and backward rows the CTAs hold or that fewer CTAs read twice.
+// On the H200 from 759 tiles (about 12.4M 16-bit columns, 6.2M fp32) on.
+TEST(Plan, BackwardSplitRowsReadingTilesTwiceTakeTheHintedKernel) {
   auto const& hinted = kernel_configs[rs::detail::hinted_split_config];
   auto const& plain = kernel_configs[rs::detail::split_config];
   EXPECT_TRUE(hinted.l2_hints);
   EXPECT_FALSE(plain.l2_hints);
   EXPECT_FALSE(hinted.scalar_ok);
-  for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
-    EXPECT_EQ(rs::detail::runs(hinted, rs::direction::backward, elem), elem == 2);
-    EXPECT_FALSE(rs::detail::runs(hinted, rs::direction::forward, elem));
-    EXPECT_TRUE(rs::detail::runs(plain, rs::direction::backward, elem));
-    EXPECT_TRUE(rs::detail::runs(plain, rs::direction::forward, elem));
-  }
-  int hinted_plans = 0, few_plans = 0, held_plans = 0;
+  EXPECT_TRUE(rs::detail::runs(hinted, rs::direction::backward));
+  EXPECT_FALSE(rs::detail::runs(hinted, rs::direction::forward));
+  EXPECT_TRUE(rs::detail::runs(plain, rs::direction::backward));
+  EXPECT_TRUE(rs::detail::runs(plain, rs::direction::forward));
+  // Which CTAs give hints: the hinted configuration's backward ones; in either, fp32 forward and
+  // the scalar fp32 backward fallback.
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
+    for (int vec : {int(16 / elem), 1}) {
+      const auto fwd = rs::direction::forward, bwd = rs::direction::backward;
+      EXPECT_TRUE(rs::detail::hints_second_reads(hinted, bwd, elem, vec));
+      EXPECT_EQ(rs::detail::hints_second_reads(plain, fwd, elem, vec), elem == 4);
+      EXPECT_EQ(rs::detail::hints_second_reads(plain, bwd, elem, vec), elem == 4 && vec == 1);
+    }
+  int hinted_plans[2] = {}, few_plans[2] = {}, held_plans[2] = {};  // 16-bit, fp32
   for (rs::device_limits d : {h200, hopper_portable, a100})
     for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
       for (auto dir : {rs::direction::forward, rs::direction::backward})
@@ -1395,33 +1401,50 @@ TEST(Plan, SixteenBitBackwardSplitRowsReadingTilesTwiceTakeTheHintedKernel) {
               const bool twice = rs::detail::ceil_div(tiles, ctas) > p.stash_tiles + 1;
               const std::int64_t held = p.stash_tiles + 1, q = tiles / ctas, r = tiles % ctas;
               const std::int64_t reading_twice = !twice ? 0 : q > held ? ctas : r;
-              const bool hint = dir == rs::direction::backward && elem == 2 && p.vec > 1 &&
-                                8 * reading_twice >= 7 * ctas;
+              const bool hint =
+                  dir == rs::direction::backward && p.vec > 1 && 8 * reading_twice >= 7 * ctas;
               ASSERT_EQ(p.config,
                         hint ? rs::detail::hinted_split_config : rs::detail::split_config);
-              ASSERT_TRUE(rs::detail::runs(kernel_configs[p.config], dir, elem));
-              if (dir == rs::direction::backward && elem == 2 && p.vec > 1)
-                ++(hint ? hinted_plans : twice ? few_plans : held_plans);
+              ASSERT_TRUE(rs::detail::runs(kernel_configs[p.config], dir));
+              if (dir == rs::direction::backward && p.vec > 1) {
+                const int e = elem == 4 ? 1 : 0;
+                ++(hint ? hinted_plans[e] : twice ? few_plans[e] : held_plans[e]);
+              }
             }
-  EXPECT_GT(hinted_plans, 0);
-  EXPECT_GT(few_plans, 0);
-  EXPECT_GT(held_plans, 0);
-  // The H200: one group of 264 CTAs, each holding two tiles (16K elements a tensor each: one in
-  // registers, one stashed). 2^23 columns held; hinted from 759 tiles on (231 of the 264 CTAs
-  // reading one twice); 2^24 (1024 tiles) hinted.
-  const auto bwd = [](std::int64_t rows, std::int64_t cols) {
-    return rs::plan_for(rs::direction::backward, rows, cols, 2, {8, false}, h200, true);
-  };
-  EXPECT_EQ(bwd(16, std::int64_t{1} << 23).config, rs::detail::split_config);
-  EXPECT_EQ(bwd(14, 576 * 16384).config, rs::detail::split_config);
-  EXPECT_EQ(bwd(8, 758 * 16384).config, rs::detail::split_config);
-  EXPECT_EQ(bwd(8, 758 * 16384).split_ctas, 264);
-  EXPECT_EQ(bwd(8, 758 * 16384 + 1).config, rs::detail::hinted_split_config);
-  EXPECT_EQ(bwd(8, 758 * 16384 + 1).split_ctas, 264);
-  EXPECT_EQ(bwd(10, 768 * 16384).config, rs::detail::hinted_split_config);
-  EXPECT_EQ(bwd(8, std::int64_t{1} << 24).config, rs::detail::hinted_split_config);
-  EXPECT_EQ(
-      rs::plan_for(rs::direction::backward, 8, std::int64_t{1} << 24, 4, {4, false}, h200, true)
-          .config,
-      rs::detail::split_config);
+  for (int e : {0, 1}) {
+    EXPECT_GT(hinted_plans[e], 0);
+    EXPECT_GT(few_plans[e], 0);
+    EXPECT_GT(held_plans[e], 0);
+  }
+  // The H200: one group of 264 CTAs, each holding two tiles (a tile: 16K elements a tensor
+  // 16-bit, 8K fp32; one in registers, one stashed). 2^23 16-bit columns (2^22 fp32) held;
+  // hinted from 759 tiles on (231 of the 264 CTAs reading one twice); 2^24 16-bit (1024 tiles)
+  // and 2^23 fp32 hinted, 2^24 fp32 (2048 tiles) too.
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
+    SCOPED_TRACE("elem=" + std::to_string(elem));
+    const std::int64_t tile = 32768 / static_cast<std::int64_t>(elem);
+    const auto bwd = [&](std::int64_t rows, std::int64_t cols) {
+      return rs::plan_for(rs::direction::backward, rows, cols, elem, {int(16 / elem), false}, h200,
+                          true);
+    };
+    EXPECT_EQ(bwd(16, 512 * tile).config, rs::detail::split_config);
+    EXPECT_EQ(bwd(14, 576 * tile).config, rs::detail::split_config);
+    EXPECT_EQ(bwd(8, 758 * tile).config, rs::detail::split_config);
+    EXPECT_EQ(bwd(8, 758 * tile).split_ctas, 264);
+    EXPECT_EQ(bwd(8, 758 * tile + 1).config, rs::detail::hinted_split_config);
+    EXPECT_EQ(bwd(8, 758 * tile + 1).split_ctas, 264);
+    EXPECT_EQ(bwd(10, 768 * tile).config, rs::detail::hinted_split_config);
+    EXPECT_EQ(bwd(8, 1024 * tile).config, rs::detail::hinted_split_config);
+    EXPECT_EQ(bwd(8, std::int64_t{1} << 24).config, rs::detail::hinted_split_config);
+    // The scalar fallback keeps the split configuration (fp32: hinted in it).
+    EXPECT_EQ(rs::plan_for(rs::direction::backward, 8, std::int64_t{1} << 24, elem, {1, false},
+                           h200, true)
+                  .config,
+              rs::detail::split_config);
+  }
+  // fp32 rows of 3M columns: two groups of 132 CTAs, 120 of them (91%) reading a tile twice.
+  const rs::plan three_m = rs::plan_for(rs::direction::backward, 42, 3 * (std::int64_t{1} << 20), 4,
+                                        {4, false}, h200, true);
+  EXPECT_EQ(three_m.row_groups, 2);
+  EXPECT_EQ(three_m.config, rs::detail::hinted_split_config);
 }

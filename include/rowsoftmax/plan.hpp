@@ -119,9 +119,9 @@ struct kernel_config {
   /// copied into shared memory in 16-byte vectors, held from there as in registers otherwise,
   /// normalized in place and copied out (see first_tiled_config).
   bool tiled = false;
-  /// Split CTAs that read tiles of their share twice give their accesses L2 hints, whatever
-  /// the type (fp32 ones do in any split configuration: hints_second_reads). Only 16-bit backward
-  /// (see runs, hinted_split_config).
+  /// Split CTAs that read tiles of their share twice give their accesses L2 hints (fp32 forward
+  /// and scalar fp32 backward ones do in any split configuration: hints_second_reads). Backward
+  /// only (see runs, hinted_split_config).
   bool l2_hints = false;
 };
 
@@ -212,7 +212,7 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::cluster, 256, 288, 256, true, false},            // 57: forward, beside 40
     {algorithm::staged, 256, 160, 256, true, false},             // 58: forward only, 40 KB
     {algorithm::staged, 256, 192, 256, true, false},             // 59: forward only, 48 KB
-    // 60: split (43) with L2 hints, 16-bit backward (hinted_split_config)
+    // 60: split (43) with L2 hints, backward (hinted_split_config)
     {algorithm::split, 256, 128, 256, false, false, 1, false, true},
 };
 inline constexpr int num_kernel_configs =
@@ -273,9 +273,9 @@ inline constexpr int wide_cluster288_config = 57;
 // 40 KB a row, for 16-bit forward rows of 16385-18432 columns in full launches (see plan_for).
 inline constexpr int staged40_config = 58;
 inline constexpr int staged48_config = 59;
-// The split configuration whose CTAs give L2 hints (kernel_config::l2_hints), for 16-bit backward
-// rows of which nearly every CTA reads a tile twice (make_split_plan). A configuration of its own,
-// so that the other 16-bit split kernels keep their code: with the hinted copy of their loops
+// The split configuration whose CTAs give L2 hints (kernel_config::l2_hints), for backward rows
+// of which nearly every CTA reads a tile twice (make_split_plan). A configuration of its own, so
+// that the other backward split kernels keep their code: with the hinted copy of their loops
 // beside the plain one, the 16-bit backward kernel's code doubled and its rows of 2^20-2^23
 // columns, which read no tile twice, ran 0.5-3.5 points slower on the H200 (README, "Tuning notes"
 // 45, 70).
@@ -349,11 +349,10 @@ ROWSOFTMAX_HOST_DEVICE constexpr bool splits(kernel_config const& c) noexcept {
   return c.algo == algorithm::split || c.algo == algorithm::staged_split;
 }
 
-/// Whether a configuration has a kernel for `dir` and `elem_size`-byte elements: the staged ones
-/// forward only, the hinted split one 16-bit backward only (hinted_split_config).
-constexpr bool runs(kernel_config const& c, direction dir, std::size_t elem_size) noexcept {
-  return (!stages(c) || dir == direction::forward) &&
-         (!c.l2_hints || (dir == direction::backward && elem_size == 2));
+/// Whether a configuration has a kernel for `dir`: the staged ones forward only, the hinted split
+/// one backward only (hinted_split_config).
+constexpr bool runs(kernel_config const& c, direction dir) noexcept {
+  return (!stages(c) || dir == direction::forward) && (!c.l2_hints || dir == direction::backward);
 }
 
 /// Shared memory a staged CTA copies its share of the row into: its threads' bytes.
@@ -468,12 +467,16 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_tile_bytes(kernel_config con
   return std::int64_t{c.bytes * tensors + 16} * c.threads_per_cta;
 }
 
-/// Whether a split CTA that reads tiles of its share twice gives its accesses L2 hints, so that
-/// L2 keeps those tiles for their second read (kernels.cuh, tile_share::hintable), in any split
-/// configuration: fp32 rows (16-bit backward rows in hinted_split_config). The planner prices the
-/// fp32 forward's second reads as L2 hits for it (make_split_plan).
-ROWSOFTMAX_HOST_DEVICE constexpr bool hints_second_reads(std::size_t elem_size) noexcept {
-  return elem_size == 4;
+/// Whether a CTA of the split configuration `c` that reads tiles of its share twice gives its
+/// accesses L2 hints, so that L2 keeps those tiles for their second read (kernels.cuh,
+/// tile_share::hintable), for rows of direction `dir`, `elem_size`-byte elements and vector
+/// width `vec`: in hinted_split_config (backward rows of which nearly every CTA reads a tile
+/// twice, make_split_plan), and in any split configuration fp32 forward rows and the scalar fp32
+/// backward fallback (not measured without). The planner prices the fp32 forward's second
+/// reads as L2 hits for it (make_split_plan).
+ROWSOFTMAX_HOST_DEVICE constexpr bool hints_second_reads(kernel_config const& c, direction dir,
+                                                         std::size_t elem_size, int vec) noexcept {
+  return c.l2_hints || (elem_size == 4 && (dir == direction::forward || vec == 1));
 }
 
 /// Tiles a CTA of configuration `c` keeps in shared memory at the occupancy its registers allow
@@ -588,7 +591,8 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const int in_registers = keeps_last_tile(c, tensors, elem_size) ? 1 : 0;
   const std::int64_t held = stash + in_registers;
   const std::int64_t tiles = row_tiles(p);
-  const bool l2_rereads = dir == direction::forward && hints_second_reads(elem_size);
+  const bool l2_rereads =
+      dir == direction::forward && hints_second_reads(c, dir, elem_size, layout.vec);
   const std::int64_t most_groups = rows < resident / 2 ? rows : resident / 2;
   // CTAs a row with g groups: the resident CTAs shared out, none without a tile.
   auto ctas_of = [&](std::int64_t g) { return resident / g < tiles ? resident / g : tiles; };
@@ -618,16 +622,17 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const std::int64_t ctas = ctas_of(best_groups);
   p = with_groups(p, best_groups, ctas);
   p.stash_tiles = stashed_tiles(ceil_div(tiles, ctas), in_registers, stash);
-  // 16-bit backward rows of which at least 7/8 of a group's CTAs read a tile twice: the hinted
-  // kernel, the same configuration but for its hints (hinted_split_config). On the H200
-  // (rows*cols = 2^27, one group of 264 CTAs, each holding two tiles) hinted bf16 and fp16 rows
-  // of 2^24 columns (1024 tiles, every CTA reading one or two twice) ran 4.4-4.9 points faster
-  // (71.3-71.7% of copy against 66.6-66.8%), of 768 tiles (91% of the CTAs reading one twice)
-  // 2.7-3.2 faster, but of 544-720 tiles (6-73%) 0.1-4.9 slower: where few CTAs read a tile
-  // twice, its second read mostly hits L2 unhinted, and the hints' evict-first on the rest cost
-  // more (README, "Tuning notes" 45, 70).
+  // Backward rows of which at least 7/8 of a group's CTAs read a tile twice: the hinted kernel,
+  // the same configuration but for its hints (hinted_split_config). On the H200 (rows*cols =
+  // 2^27, one group of 264 CTAs, each holding two tiles) hinted bf16 and fp16 rows of 2^24
+  // columns (1024 tiles, every CTA reading one or two twice) ran 4.4-4.9 points faster (71.3-71.7%
+  // of copy against 66.6-66.8%), of 768 tiles (91% of the CTAs reading one twice) 2.7-3.2 faster,
+  // but of 544-720 tiles (6-73%) 0.1-4.9 slower: where few CTAs read a tile twice, its second
+  // read mostly hits L2 unhinted, and the hints' evict-first on the rest cost more. fp32 alike:
+  // 544-704 tiles (4.5M-5.8M columns, 6-67%) 1.9-4 points faster unhinted, 768 tiles 3 slower
+  // and 3M columns (2 groups of 132 CTAs, 91%) 3.5-5 slower (README, "Tuning notes" 45, 70, 71).
   const std::int64_t q = tiles / ctas, r = tiles % ctas;
-  if (dir == direction::backward && !hints_second_reads(elem_size) && layout.vec > 1 &&
+  if (dir == direction::backward && layout.vec > 1 &&
       (q > held || (q == held && 8 * r >= 7 * ctas)))
     p.config = hinted_split_config;
   return p;

@@ -125,7 +125,7 @@ cudaError_t visit_configs(int config, F&& f, std::integral_constant<int, V> v,
                     constexpr direction dir =
                         Op::tensors == 1 ? direction::forward : direction::backward;
                     if constexpr ((V == 1 && !kernel_configs[c].scalar_ok) ||
-                                  !runs(kernel_configs[c], dir, sizeof(typename Op::value_type))) {
+                                  !runs(kernel_configs[c], dir)) {
                       return cudaErrorInvalidValue;
                     } else {
                       return f(v, std::integral_constant<int, c>{});

@@ -284,18 +284,19 @@ struct tile_share {
       keeps_last_tile(shape::config, Op::tensors, sizeof(typename Op::value_type));
 
   /// Whether a split CTA's share of `tiles` tiles takes L2 hints: rows of hints_second_reads
-  /// (fp32) that read tiles other than their register tile twice. The first loads of those evict
-  /// last and every other load and store of the share evicts first, so that L2 keeps them for
-  /// their second read (which evicts first, so that no line is left to evict last after the
-  /// kernel). On the H200 (rows*cols = 2^27) fp32 forward 2^24 columns ran at 72% of copy against
-  /// 66%, fp32 backward 2^23 at 74.5% against 69%. Hinted, rows that read no tile twice, or only
-  /// the last they load (16-bit forward before it kept a register tile, whose kernel also spilled
-  /// so), ran 1-3.5 points slower, and streaming rows up to 5; 16-bit backward rows 2^24 gained
-  /// 4.5 points, but the hinted copy of the loops doubled the kernel's code and its rows of
-  /// 2^20-2^23 columns, not hinted, lost 0.5-3.5 (README, "Tuning notes" 45): 16-bit backward
-  /// rows whose shares read tiles twice take a configuration of their own (hinted_split_config).
+  /// (hinted_split_config, fp32 forward) that read tiles other than their register tile twice. The
+  /// first loads of those evict last and every other load and store of the share evicts first, so
+  /// that L2 keeps them for their second read (which evicts first, so that no line is left to evict
+  /// last after the kernel). On the H200 (rows*cols = 2^27) fp32 forward 2^24 columns ran at 72% of
+  /// copy against 66%, fp32 backward 2^23 at 74.5% against 69%. Hinted, rows that read no tile
+  /// twice, or only the last they load (16-bit forward before it kept a register tile, whose kernel
+  /// also spilled so), ran 1-3.5 points slower, and streaming rows up to 5; 16-bit backward rows
+  /// 2^24 gained 4.5 points, but the hinted copy of the loops doubled the kernel's code and its
+  /// rows of 2^20-2^23 columns, not hinted, lost 0.5-3.5 (README, "Tuning notes" 45): backward rows
+  /// whose shares read tiles twice take a configuration of their own (hinted_split_config).
   static constexpr bool hintable =
-      hints_second_reads(sizeof(typename Op::value_type)) || shape::config.l2_hints;
+      hints_second_reads(shape::config, Op::tensors == 1 ? direction::forward : direction::backward,
+                         sizeof(typename Op::value_type), V);
   __device__ static bool hinted(std::int64_t tiles, int stash_tiles) {
     return hintable && tiles > stash_tiles + 1;
   }
