@@ -1435,6 +1435,11 @@ TEST(Plan, BackwardSplitRowsReadingTilesTwiceTakeTheHintedKernel) {
     EXPECT_EQ(bwd(8, 758 * tile + 1).split_ctas, 264);
     EXPECT_EQ(bwd(10, 768 * tile).config, rs::detail::hinted_split_config);
     EXPECT_EQ(bwd(8, 1024 * tile).config, rs::detail::hinted_split_config);
+    EXPECT_EQ(
+        rs::to_string(bwd(8, 1024 * tile)),
+        "split 1x264 ctas cta=256 tpr=256 vec=" + std::to_string(16 / elem) + "x8 stash=1 hinted");
+    EXPECT_EQ(rs::to_string(bwd(16, 512 * tile)),
+              "split 1x264 ctas cta=256 tpr=256 vec=" + std::to_string(16 / elem) + "x8 stash=1");
     EXPECT_EQ(bwd(8, std::int64_t{1} << 24).config, rs::detail::hinted_split_config);
     // The scalar fallback keeps the split configuration (fp32: hinted in it).
     EXPECT_EQ(rs::plan_for(rs::direction::backward, 8, std::int64_t{1} << 24, elem, {1, false},

@@ -1039,8 +1039,9 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, row
 
 /// A one-line description of a plan, e.g. "cluster x16 cta=256 tpr=256 vec=8x8", with
 /// " rows=N" for threads that hold N short rows, " tiled" for rows copied through shared memory,
-/// " head" for rows that peel a misaligned head, " stash=N" for tiles kept in shared memory
-/// and " workspace=output" for a split's workspace kept in the output.
+/// " head" for rows that peel a misaligned head, " stash=N" for tiles kept in shared memory,
+/// " hinted" for split CTAs that give L2 hints (detail::hinted_split_config) and
+/// " workspace=output" for a split's workspace kept in the output.
 inline std::string to_string(plan const& p) {
   const char* algo = p.algo == algorithm::registers   ? "registers"
                      : p.algo == algorithm::cluster   ? "cluster"
@@ -1058,6 +1059,9 @@ inline std::string to_string(plan const& p) {
   if (p.tiled) s += " tiled";
   if (p.shifted) s += " head";
   if (p.stash_tiles > 0) s += " stash=" + std::to_string(p.stash_tiles);
+  if (p.config >= 0 && p.config < detail::num_kernel_configs &&
+      detail::kernel_configs[p.config].l2_hints)
+    s += " hinted";
   if (p.workspace_in_output) s += " workspace=output";
   return s;
 }
