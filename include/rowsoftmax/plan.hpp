@@ -471,9 +471,10 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_tile_bytes(kernel_config con
 /// accesses L2 hints, so that L2 keeps those tiles for their second read (kernels.cuh,
 /// tile_share::hintable), for rows of direction `dir`, `elem_size`-byte elements and vector
 /// width `vec`: in hinted_split_config (backward rows of which nearly every CTA reads a tile
-/// twice, make_split_plan), and in any split configuration fp32 forward rows and the scalar fp32
-/// backward fallback (not measured without). The planner prices the fp32 forward's second
-/// reads as L2 hits for it (make_split_plan).
+/// twice, make_split_plan), and in any split configuration fp32 forward rows (unhinted, they ran
+/// up to 6 points slower on the H200, most rows of which few CTAs read a tile twice 1-3 slower;
+/// README, "Tuning notes" 71) and the scalar fp32 backward fallback (not measured without). The
+/// planner prices the fp32 forward's second reads as L2 hits for it (make_split_plan).
 ROWSOFTMAX_HOST_DEVICE constexpr bool hints_second_reads(kernel_config const& c, direction dir,
                                                          std::size_t elem_size, int vec) noexcept {
   return c.l2_hints || (elem_size == 4 && (dir == direction::forward || vec == 1));
