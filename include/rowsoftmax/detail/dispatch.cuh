@@ -122,10 +122,8 @@ cudaError_t visit_configs(int config, F&& f, std::integral_constant<int, V> v,
               err =
                   [&] {
                     constexpr int c = static_cast<int>(I);
-                    constexpr direction dir =
-                        Op::tensors == 1 ? direction::forward : direction::backward;
                     if constexpr ((V == 1 && !kernel_configs[c].scalar_ok) ||
-                                  !runs(kernel_configs[c], dir)) {
+                                  !runs(kernel_configs[c], direction_of<Op>)) {
                       return cudaErrorInvalidValue;
                     } else {
                       return f(v, std::integral_constant<int, c>{});

@@ -41,6 +41,11 @@
 
 namespace rowsoftmax::detail {
 
+/// The direction a row op computes: forward holds one input tensor, backward two.
+template <class Op>
+inline constexpr direction direction_of =
+    Op::tensors == 1 ? direction::forward : direction::backward;
+
 /// What a kernel of a cluster configuration (register cluster, streaming, staged) is told of its
 /// clusters, CTAs along x.
 struct cluster_arg {
@@ -295,8 +300,7 @@ struct tile_share {
   /// rows of 2^20-2^23 columns, not hinted, lost 0.5-3.5 (README, "Tuning notes" 45): backward rows
   /// whose shares read tiles twice take a configuration of their own (hinted_split_config).
   static constexpr bool hintable =
-      hints_second_reads(shape::config, Op::tensors == 1 ? direction::forward : direction::backward,
-                         sizeof(typename Op::value_type), V);
+      hints_second_reads(shape::config, direction_of<Op>, sizeof(typename Op::value_type), V);
   __device__ static bool hinted(std::int64_t tiles, int stash_tiles) {
     return hintable && tiles > stash_tiles + 1;
   }
