@@ -523,7 +523,7 @@ TEST(Plan, Fp32ForwardClustersOf288BytesWhereTheyFillTheDeviceAsWell) {
   EXPECT_EQ(rs::detail::cluster_fill(h200, 11), 666);
   EXPECT_EQ(rs::detail::cluster_fill(h200, 16), 848);
   // Columns (rows*cols = 2^27), then the CTAs of 288 bytes a thread planned, or 0 for 256
-  // bytes (measured both ways on the H200: README, "Tuning notes" 67).
+  // bytes (measured both ways on the H200: benchmarks/TUNING.md, note 67).
   const std::pair<std::int64_t, int> cases[] = {
       {65537, 4},  {98305, 6},  {110000, 6},  {128256, 0},  {131073, 8},  {147457, 9},
       {151936, 9}, {163841, 9}, {180000, 10}, {196608, 0},  {196609, 11}, {212000, 12},
@@ -1159,7 +1159,7 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
       }
       // fp32 forward, rows*cols = 2^27: groups whose CTAs read up to one tile (2^21, 2^22) or
       // 2.2 tiles (2^23, 2^24) twice from L2, rather than fewer groups reading once (2^21: 4x99,
-      // 2^22: 2x198, 2^23: 1x396; README, "Tuning notes" 46).
+      // 2^22: 2x198, 2^23: 1x396; benchmarks/TUNING.md, note 46).
       if (fwd && elem == 4) {
         const char* expected[] = {"split 6x66 ctas cta=256 tpr=256 vec=4x8 stash=2",
                                   "split 3x132 ctas cta=256 tpr=256 vec=4x8 stash=2",
@@ -1179,7 +1179,7 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
       // Beyond the staged split, 16-bit forward splits as well, at two CTAs an SM that each
       // keep up to four tiles on chip (one in registers, three stashed): 2^22 columns (256
       // tiles) in 4 rows of 66 CTAs at a time, 2^23 in 2 rows of 132, 2^24 one row of 264, all
-      // read once (README, "Tuning notes" 47).
+      // read once (benchmarks/TUNING.md, note 47).
       if (fwd && elem == 2) {
         EXPECT_EQ(rs::to_string(rs::plan_for(dir, 32, 1 << 22, elem, {vec, false}, h200, true)),
                   "split 4x66 ctas cta=256 tpr=256 vec=8x8 stash=3");

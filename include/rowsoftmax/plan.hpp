@@ -131,11 +131,11 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // load-reduce-store kernel. Measured on the H200: 16-bit rows held as 32 elements a thread (64
 // bytes, the same 32 registers of converted floats as fp32) ran at 55-65% of copy from 2K
 // columns on, fp32 at 98%; holding 16-bit elements packed (64 a thread in 32 registers) moves as
-// many bytes as fp32 (README, "Tuning notes"). Sub-warp rows share 128-thread CTAs; whole-warp
+// many bytes as fp32 (benchmarks/TUNING.md). Sub-warp rows share 128-thread CTAs; whole-warp
 // and longer rows use 256-thread CTAs, and beyond one CTA as many CTAs of a cluster as they
 // need (the cluster size is a launch parameter), of 128 threads where that leaves fewer slots
 // idle. Threads per row are compile-time constants:
-// chosen per call they cost up to 20% (README, "Tuning notes"). A 512-thread CTA holds twice
+// chosen per call they cost up to 20% (benchmarks/TUNING.md). A 512-thread CTA holds twice
 // one CTA's share where clusters are unavailable; CTAs of 256 bytes a thread hold the longest
 // forward register rows, and those of 288 bytes (fp32) and 144 (backward) hold rows a little
 // longer at the same CTAs an SM (cluster144_config). Streaming tiles are 256 threads x 128 bytes.
@@ -147,8 +147,8 @@ inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
 // (one_cta_planned) and leaves at most a fifth of its slots idle, not up to half: an idle slot
 // costs its exps and conversions like a full one, which the 16-bit kernels, issuing an
 // instruction most cycles, pay in speed. On
-// the H200 (rows*cols = 2^27, README "Tuning notes" 56) bf16 forward 4097 columns ran at 93% of
-// copy in 64 threads of 144 bytes against 58% in 128 of 128 bytes, 2049 at 94% against 56%, 5000
+// the H200 (rows*cols = 2^27, benchmarks/TUNING.md, note 56) bf16 forward 4097 columns ran at 93%
+// of copy in 64 threads of 144 bytes against 58% in 128 of 128 bytes, 2049 at 94% against 56%, 5000
 // at 95.5% against 74% (80 bytes, four CTAs an SM: ctas_per_sm); bf16 backward 4097 at 101%
 // against 68%; fp32 forward 4097 at 98% against 91%.
 inline constexpr kernel_config kernel_configs[] = {
@@ -239,7 +239,7 @@ inline constexpr int staged_split_config = 46;
 // 42% against 76%, backward 64 at 59% against 102%; fp32 forward 32 at 46% against 99%,
 // misaligned 13 at 47% against 75.5%. Misaligned 16-bit rows keep one row a thread: a ragged
 // window (read and written element-wise) in every row ran them slower (bf16 forward 60 columns
-// 22% against 41.5%, backward 24% against 52%; README, "Tuning notes" 58).
+// 22% against 41.5%, backward 24% against 52%; benchmarks/TUNING.md, note 58).
 inline constexpr int first_short_row_config = 47;
 inline constexpr int last_short_row_config = 51;
 // Short rows that are misaligned (row_layout::shifted) and contiguous (row_layout::contiguous:
@@ -251,10 +251,10 @@ inline constexpr int last_short_row_config = 51;
 // each row is windowed from its start (no head), a window read as the words that cover it (in_tile,
 // row_io.cuh). The planner tiles forward rows of at most 8 vectors (16-bit: 64 columns, fp32:
 // 32) and 16-bit backward rows of at most 4; tiled rows of 16 threads, measured slower (below),
-// have no configuration. On the H200 (rows*cols = 2^27, % of copy, README
-// "Tuning notes" 59): bf16 forward 4 columns 28.7% tiled against 7.5%, 5 35% against 8%, 13 39%
-// against 19%, 60 45% against 42.7%; backward 4 32.7% against 9.8%, 13 41.7% against 16%; fp32
-// forward 5 75% against 71%, 13 90% against 75.5%. Not planned: 16-bit backward rows of 8
+// have no configuration. On the H200 (rows*cols = 2^27, % of copy,
+// benchmarks/TUNING.md, note 59): bf16 forward 4 columns 28.7% tiled against 7.5%, 5 35% against
+// 8%, 13 39% against 19%, 60 45% against 42.7%; backward 4 32.7% against 9.8%, 13 41.7% against
+// 16%; fp32 forward 5 75% against 71%, 13 90% against 75.5%. Not planned: 16-bit backward rows of 8
 // threads (60 columns: bf16 51.1% tiled against 51.6% in one row a thread, fp16 51.6% against
 // 53.6%), 16-bit rows of 16 threads (a fifth configuration, removed: 77 columns: forward 28%
 // against 33%, backward 30% against 42%; 100: 37.5% against 43%, 43.6% against 59.6%) and fp32
@@ -277,8 +277,8 @@ inline constexpr int staged48_config = 59;
 // of which nearly every CTA reads a tile twice (make_split_plan). A configuration of its own, so
 // that the other backward split kernels keep their code: with the hinted copy of their loops
 // beside the plain one, the 16-bit backward kernel's code doubled and its rows of 2^20-2^23
-// columns, which read no tile twice, ran 0.5-3.5 points slower on the H200 (README, "Tuning notes"
-// 45, 70).
+// columns, which read no tile twice, ran 0.5-3.5 points slower on the H200 (benchmarks/TUNING.md,
+// notes 45, 70).
 inline constexpr int hinted_split_config = 60;
 static_assert(kernel_configs[hinted_split_config].algo == algorithm::split &&
                   kernel_configs[hinted_split_config].threads_per_row ==
@@ -305,7 +305,7 @@ constexpr std::int64_t row_windows(kernel_config const& c, row_layout layout,
 
 /// Whether the planner gives rows of `elem_size`-byte elements at vector width `vec` the one-CTA
 /// register configuration `c` for direction `dir`: the scalar fallback only those instantiated for
-/// it (scalar_ok). On the H200 (rows*cols = 2^27, README "Tuning notes" 56, 57):
+/// it (scalar_ok). On the H200 (rows*cols = 2^27, benchmarks/TUNING.md, notes 56, 57):
 /// - fp32 rows not those of 96 and 112 bytes a thread, with which fp32 ran up to 7 points slower
 ///   than in 128 bytes with a quarter of the slots idle (3000 columns forward 92% of copy against
 ///   99%, 6000 95% against 98.5%), where 80 and 144 bytes ran faster; and rows of fewer than 32
@@ -365,7 +365,7 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t staging_bytes(kernel_config const&
 /// registers (keeping it there spilled). The 16-bit forward split CTA keeps it at two CTAs an
 /// SM (ctas_per_sm): on the H200 (rows*cols = 2^27) bf16 2^22 columns ran at 68% of copy in 4
 /// rows of 66 CTAs against 65% in 3 rows of 132 CTAs of three an SM without it, 2^24 at 65%
-/// against 62% (README, "Tuning notes" 47).
+/// against 62% (benchmarks/TUNING.md, note 47).
 ROWSOFTMAX_HOST_DEVICE constexpr bool keeps_last_tile(kernel_config const& c, int tensors,
                                                       std::size_t elem_size) noexcept {
   return tensors == 2 || elem_size == 4 || c.algo == algorithm::split;
@@ -390,7 +390,7 @@ constexpr int ctas_per_sm(kernel_config const& c, int tensors, std::size_t elem_
   // 16-bit forward CTAs of 80 bytes a thread: a slack of 44, four 256-thread (eight 128-thread)
   // CTAs an SM at 64 registers (no spills; ptxas, sm_90), for the bytes in flight: on the H200
   // (rows*cols = 2^27) bf16 5000 and 10000 columns ran at 95.5-96% of copy so, at three CTAs an
-  // SM 85.5-86.5% (README, "Tuning notes" 56).
+  // SM 85.5-86.5% (benchmarks/TUNING.md, note 56).
   const int slack = tensors == 1 && elem_size == 2 && c.bytes == 80 ? 44 : 48;
   const int bound = 65536 / (c.threads_per_cta * (data + slack));
   return bound > 1 ? bound : 1;
@@ -473,7 +473,7 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_tile_bytes(kernel_config con
 /// width `vec`: in hinted_split_config (backward rows of which nearly every CTA reads a tile
 /// twice, make_split_plan), and in any split configuration fp32 forward rows (unhinted, they ran
 /// up to 6 points slower on the H200, most rows of which few CTAs read a tile twice 1-3 slower;
-/// README, "Tuning notes" 71) and the scalar fp32 backward fallback (not measured without). The
+/// benchmarks/TUNING.md, note 71) and the scalar fp32 backward fallback (not measured without). The
 /// planner prices the fp32 forward's second reads as L2 hits for it (make_split_plan).
 ROWSOFTMAX_HOST_DEVICE constexpr bool hints_second_reads(kernel_config const& c, direction dir,
                                                          std::size_t elem_size, int vec) noexcept {
@@ -515,7 +515,7 @@ constexpr int stashed_tiles(std::int64_t share, int in_registers, int capacity) 
 }
 
 /// Tiles a streaming CTA of configuration `c` may stash: what its shared memory holds
-/// (stash_capacity), forward at most one. On the H200 (README, "Tuning notes" 65) forward CTAs
+/// (stash_capacity), forward at most one. On the H200 (benchmarks/TUNING.md, note 65) forward CTAs
 /// of one stashed tile read rows longer than 16 CTAs hold 0-7 points faster than without a
 /// stash (fp32 327680 columns: 86.4% of copy against 79.2%; bf16 786432: 75.8% against 70.9%;
 /// 2^24 even), and of two slower than of one (fp32 327680: 82.4%; 262143: 77.6% against 87.5%).
@@ -542,7 +542,7 @@ constexpr int streaming_stash_tiles(direction dir, plan const& p, std::size_t el
 /// what they do not hold twice. A CTA's tiles
 /// are read one after the other (each tile's loads wait for the previous tile's fold), so
 /// shares of two tiles beat three: fp32 at 262144 columns ran at 84% of copy in 11 CTAs of 3
-/// tiles, 91% in 16 of 2 (README, "Tuning notes").
+/// tiles, 91% in 16 of 2 (benchmarks/TUNING.md).
 constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_t rows,
                                    std::int64_t windows, std::size_t elem_size,
                                    device_limits const& limits, int max_cluster) noexcept {
@@ -579,8 +579,8 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
 /// 1.5 + ctas / 80 transfers, and reads at most 2.5 tiles a CTA twice on average (3.5 and more
 /// ran at 65-69% of copy: L2 no longer held them), so it takes more groups. Fitted on the H200
 /// to 20 shapes of 333333-2^24 columns (within 0.4 points of the best groups measured; 2^21
-/// columns x 64 rows at 78% of copy against 74%) and checked on 7 more (README, "Tuning notes"
-/// 46). `split_ctas` < 2: the tier does not apply.
+/// columns x 64 rows at 78% of copy against 74%) and checked on 7 more (benchmarks/TUNING.md,
+/// note 46). `split_ctas` < 2: the tier does not apply.
 constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t rows,
                                std::int64_t windows, std::size_t elem_size,
                                device_limits const& limits) noexcept {
@@ -631,7 +631,8 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   // but of 544-720 tiles (6-73%) 0.1-4.9 slower: where few CTAs read a tile twice, its second
   // read mostly hits L2 unhinted, and the hints' evict-first on the rest cost more. fp32 alike:
   // 544-704 tiles (4.5M-5.8M columns, 6-67%) 1.9-4 points faster unhinted, 768 tiles 3 slower
-  // and 3M columns (2 groups of 132 CTAs, 91%) 3.5-5 slower (README, "Tuning notes" 45, 70, 71).
+  // and 3M columns (2 groups of 132 CTAs, 91%) 3.5-5 slower (benchmarks/TUNING.md, notes 45, 70,
+  // 71).
   const std::int64_t q = tiles / ctas, r = tiles % ctas;
   if (dir == direction::backward && layout.vec > 1 &&
       (q > held || (q == held && 8 * r >= 7 * ctas)))
@@ -648,8 +649,8 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
 /// single row at a time the CTAs waited for each other more than they moved data (H200: bf16 2^23
 /// columns at 42% of copy, fp32 2^22 at 46%, against 55% and 63% for streaming and split), and
 /// with three rows (bf16 2^22) the split was faster (66-67% against 62-63%), with four even
-/// (63-65% either), with five and more slower (bf16 2^20: 68% against 72-73%; README, "Tuning
-/// notes"), so at least four rows must fit. `split_ctas` < 2: no such plan.
+/// (63-65% either), with five and more slower (bf16 2^20: 68% against 72-73%;
+/// benchmarks/TUNING.md), so at least four rows must fit. `split_ctas` < 2: no such plan.
 constexpr plan make_staged_split_plan(row_layout layout, std::int64_t rows, std::int64_t windows,
                                       std::size_t elem_size, device_limits const& limits) noexcept {
   kernel_config const& c = kernel_configs[staged_split_config];
@@ -690,8 +691,8 @@ constexpr std::int64_t streamed_twice_tiles(plan const& p, direction dir,
 /// Whether `rows` rows that the streaming plan `p` reads partly twice run streamed rather than
 /// split, given a workspace: where one tile of a row is read twice, or, forward, at most three
 /// eighths of its tiles and the launch fills at least eight waves of the CTAs an SM holds. On the
-/// H200 (fp32, 16 CTAs of 2 tiles held; README, "Tuning notes" 65, 66) forward 262145 columns (1
-/// tile of 33 read twice) ran streamed at 63-86% of copy against 57-74% split at 64-511 rows;
+/// H200 (fp32, 16 CTAs of 2 tiles held; benchmarks/TUNING.md, notes 65, 66) forward 262145 columns
+/// (1 tile of 33 read twice) ran streamed at 63-86% of copy against 57-74% split at 64-511 rows;
 /// 327680-393216 columns (8-16 of 40-48) at 256-409 rows 2.3-6 points faster streamed, at 192
 /// rows within 2.6, at 16-128 rows (fewer than six waves) split up to 9 points faster back to
 /// back (within 0.5 at a few); 458752 and 491520 (24 of 56, 28 of 60) within 0.7 either way at
@@ -812,7 +813,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // the widest (256 threads of 144 bytes: 16385-18432 16-bit or 8193-9216 fp32 columns) not for
   // forward launches of a few rows, which spread such rows over the SMs in 128-thread clusters
   // (below). Rows just above 256 threads of 128 bytes took clusters before, leaving up to half
-  // their slots idle: on the H200 (rows*cols = 2^27, README "Tuning notes" 61) bf16 forward
+  // their slots idle: on the H200 (rows*cols = 2^27, benchmarks/TUNING.md, note 61) bf16 forward
   // 16385 columns ran at 90.8% of copy so against 80.6% in two staged CTAs, 18000 at 91.4%
   // against 83.4%; backward 16385 at 99.9% against 80.3% in three 128-thread CTAs; fp32 forward
   // 8193 at 96.7% against 91.7%.
@@ -826,7 +827,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // 0.6-1.6 slower and 18432 0-0.9 slower; rows 3169 and 4000 (bf16) 0.2-2.2 us faster or even.
   // In launches of up to 2400 rows the two were within 4% either way (rows 100 and 400 of 16385
   // and 18000: 0.3-1 us slower staged). fp32 rows of 8193-9216 columns ran as fast or up to 1.8
-  // points slower so: not staged (README, "Tuning notes" 68).
+  // points slower so: not staged (benchmarks/TUNING.md, note 68).
   const bool few_forward_rows =
       dir == direction::forward && max_cluster >= 2 && few(ctas(narrow_cluster_config));
   static_assert(kernel_configs[staged40_config].threads_per_cta ==
@@ -853,7 +854,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // clusters planned below wherever that held (16-bit 50257 columns, rows 32: 6.5 us in 7
     // CTAs against 8.6 in 2 staged ones of 64 KB; fp32 32000, rows 32: 6.05 against 6.56 in 4
     // CTAs of 256 threads), and in fuller launches often slower (16-bit 100000 and 128256
-    // columns, rows 32-64; README, "Tuning notes" 49).
+    // columns, rows 32-64; benchmarks/TUNING.md, note 49).
     if (few_forward_rows && ctas(narrow_cluster_config) <= max_cluster)
       return make_plan(narrow_cluster_config, layout, rows, windows, elem_size,
                        static_cast<int>(ctas(narrow_cluster_config)));
@@ -865,7 +866,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // H200 (rows*cols = 2^27) 85-93% of copy from 32000 columns on, against 73-93% (151936:
     // 87-88% against 73-74%; 393216 and 524288: 84-85% against 68-74%); 16385: 72-74% against
     // 62-64%. CTAs of 128 threads were slower, and so were CTAs of 128 KB at 2^20 columns (one
-    // an SM) than streaming (README, "Tuning notes" 29-31).
+    // an SM) than streaming (benchmarks/TUNING.md, notes 29-31).
     //
     // Rows of three 32 KB CTAs of which the third holds at most an eighth of its slots (32769 to
     // 34816 columns, aligned) take two CTAs of 40 KB instead, and rows of four that leave a fifth
@@ -882,7 +883,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // +3.6, 49153 and 50257 +1.3 to +2.3, 32769 +0.1 to +0.9, fp16 -0.5 to +1.0. Rows of three
     // fuller CTAs ran as fast or slower in two of 40 KB (35500 -0.7 to +1.3; 36864, 40960 even;
     // 38000 2.6-2.9 slower), rows of four fuller ones 0.1-0.9 slower in three (53000, 56000;
-    // README, "Tuning notes" 38, 45, 69).
+    // benchmarks/TUNING.md, notes 38, 45, 69).
     //
     // Rows that 16 CTAs of 32 KB do not hold took those of 64 KB; those of 40 and 48 KB, where
     // they hold the row, ran faster on the H200 (bf16, rows*cols = 2^27, % of copy): 262143
@@ -890,9 +891,9 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // 280000 93.0-93.1 in 14 against 84.5-85.1 in 9 (48 KB: 87.9 in 12), 300000 93.2-93.8 in 15
     // against 84.4-85.0, 327680 93.8-94.6 in 16 against 86.4-86.9; 350000 86.8-87.2 in 15 of
     // 48 KB against 86.6-86.7 in 11, 393216 93.2-94.0 in 16 against 88.9-89.8 in 12; few rows
-    // too (262143 x 64: 27.5 us against 31.2; README, "Tuning notes" 67). Other rows that 16
+    // too (262143 x 64: 27.5 us against 31.2; benchmarks/TUNING.md, note 67). Other rows that 16
     // CTAs of 32 KB hold but those above ran as fast in fewer CTAs of 40 KB or slower (57345-196609
-    // within 0.6 points; 229377 and 245761 0.6-2 slower; README, "Tuning notes" 67, 68).
+    // within 0.6 points; 229377 and 245761 0.6-2 slower; benchmarks/TUNING.md, notes 67, 68).
     if (dir == direction::forward && elem_size == 2 && max_cluster >= 2) {
       const std::int64_t narrow = capacity(staged_config, 1), n32 = ceil_div(windows, narrow);
       const std::int64_t n40 = ceil_div(windows, capacity(staged40_config, 1));
@@ -914,13 +915,13 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // planned below: 128256 columns, rows 32 11.0 us against 12.7, rows 64 21.3 against 24.4, rows
     // 128 36.7 against 40.9; 40000 rows 133 11.5 against 14.0; 100000 rows 64 16.8 against 20.1; at
     // launches of 3 CTAs an SM and fewer within 3% either way. Rows of 2 to 4 such CTAs were
-    // slower up to 18% (16384-24577 columns), CTAs of 64 KB slower nearly everywhere (README,
-    // "Tuning notes" 51, 52).
+    // slower up to 18% (16384-24577 columns), CTAs of 64 KB slower nearly everywhere
+    // (benchmarks/TUNING.md, notes 51, 52).
     //
     // Rows of 4 such CTAs, more than 7/8 full (28673 to 32768 columns, aligned), as well: on the
     // H200 5-10% faster at 100-512 rows, 0.5-1.5% at 1024, within 0.6% either way at 1980
     // (28673-32768 columns); rows of 4 emptier CTAs (24577, 26000 columns, against 7 CTAs of 128
-    // threads) up to 12% slower (README, "Tuning notes" 53).
+    // threads) up to 12% slower (benchmarks/TUNING.md, note 53).
     if (dir == direction::forward && elem_size == 4 && max_cluster >= 2) {
       const std::int64_t n = ctas(staged_config), launch = rows * n, sms = limits.sm_count;
       const bool full = n >= 5 || (n == 4 && 8 * windows > 7 * n * capacity(staged_config, 1));
@@ -941,10 +942,10 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // 6.5 us against 7.0; but rows 5, 80 CTAs of 16 a row, 5.8 against 6.5 in 8), or, where
     // those are CTAs of 128 threads, of more than 8 an SM (fp32 50257 and 60000 columns in 13
     // and 15 of them: rows 24-64 0.1-1.2 us faster than in 4 wide CTAs, rows 128 0.1-0.2 us
-    // slower, rows 512 and more 0.1-2.2% slower; README, "Tuning notes" 49; rows 57-1131 of
+    // slower, rows 512 and more 0.1-2.2% slower; benchmarks/TUNING.md, note 49; rows 57-1131 of
     // 50257 and 50-990 of 60000 columns are staged since, above). Backward's two tensors
     // at 256 bytes a thread leave one CTA an SM (fp32 backward at 151936 columns ran at 60% of
-    // copy), and streaming keeps such rows on chip at two CTAs an SM (README, "Tuning notes").
+    // copy), and streaming keeps such rows on chip at two CTAs an SM (benchmarks/TUNING.md).
     const std::int64_t launch = rows * ctas(config), sms = limits.sm_count;
     const bool wide =
         dir == direction::forward &&
@@ -959,7 +960,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // and 98305 1.5 points faster in 4 and 6 CTAs; 128256 95.4 against 96.0 in 7 [85%] against 8,
     // 196608 90.8 against 91.9 in 11 against 12, 262144 91.6 against 93.0 in 15 [80%] against 16
     // [85%]; 262143 90.8% in 15 against 87.9% streamed, 290000 92.8 in 16 against 83.8. Few rows
-    // too: 163841 x 8 12.0 us against 12.8, x 64 35.0 against 36.6 (README, "Tuning notes" 67).
+    // too: 163841 x 8 12.0 us against 12.8, x 64 35.0 against 36.6 (benchmarks/TUNING.md, note 67).
     if (max_cluster >= 2 && wide) {
       const std::int64_t n = ctas(wide_cluster_config), m = ctas(wide_cluster288_config);
       const bool as_full = n <= max_cluster && cluster_fill(limits, static_cast<int>(m)) + 30 >=
@@ -974,12 +975,12 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // 16-bit backward, rows of 11 or 12 such CTAs in launches of more CTAs than SMs: streaming
     // through half as many CTAs, each keeping a tile in registers and one in its stash (read
     // once). On the H200 (bf16, rows*cols = 2^27, the kernels of 9208237, whose clusters read
-    // misaligned rows as fast as aligned ones; README, "Tuning notes" 64) streaming led at 11 and
-    // 12 CTAs (180216 columns 94.5% of copy against 90.2%, 180225 93.0 against 90.3, 163841 87.6
-    // against 86.2; one row of 12 led the other way, 196599 89.1 against 93.4), the clusters at
-    // 9, 10 and 13-15 (131073-146431 columns, misaligned, 92.6-96.2% against 87.3-89.6%; 163831
-    // 95.8 against 90.6; 212983 91.1 against 87.3; 229367-245752 95.5-99% against 89.4-94.6%;
-    // 147464, aligned, 93.0 against 94.0).
+    // misaligned rows as fast as aligned ones; benchmarks/TUNING.md, note 64) streaming led at 11
+    // and 12 CTAs (180216 columns 94.5% of copy against 90.2%, 180225 93.0 against 90.3,
+    // 163841 87.6 against 86.2; one row of 12 led the other way, 196599 89.1 against 93.4), the
+    // clusters at 9, 10 and 13-15 (131073-146431 columns, misaligned, 92.6-96.2%
+    // against 87.3-89.6%; 163831 95.8 against 90.6; 212983 91.1 against 87.3;
+    // 229367-245752 95.5-99% against 89.4-94.6%; 147464, aligned, 93.0 against 94.0).
     const std::int64_t n = ctas(cluster_config);
     const bool stream =
         dir == direction::backward && elem_size == 2 && (n == 11 || n == 12) && full(n);
@@ -993,7 +994,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
     // 128-byte CTAs hold the row, the 144-byte ones were slower (bf16 147457, 196609 and 229377
     // columns: 4-9 points in clusters of 9, 11 and 13 CTAs against 10, 13 and 15), and than
     // streaming in the rows of 11 and 12 CTAs above but misaligned 163841 (bf16 170000 and
-    // 180000: 89 and 91% against 93.4 and 96%; README, "Tuning notes" 67).
+    // 180000: 89 and 91% against 93.4 and 96%; benchmarks/TUNING.md, note 67).
     if (dir == direction::backward && max_cluster >= 2 && !held &&
         windows <= capacity(cluster144_config, max_cluster))
       return make_plan(cluster144_config, layout, rows, windows, elem_size,
@@ -1005,7 +1006,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // memory (H200, rows*cols = 2^27: 2^20 columns at 72-73% of copy, against 68% split and 65-67%
   // streaming), else split (fp32 forward 600000 to 3M columns: 70-79% against the staged split's
   // 65-73%; 16-bit forward 2^23 and 2^24 columns: 66.5% and 65% against streaming's 55% and 46%;
-  // README, "Tuning notes"). But forward rows of which streaming reads little twice stream
+  // benchmarks/TUNING.md). But forward rows of which streaming reads little twice stream
   // (streams_partly_twice; fp32 2^20 columns streamed at 66-67% against 78% split).
   const plan streaming =
       make_streaming_plan(dir, layout, rows, windows, elem_size, limits, max_cluster);
@@ -1016,7 +1017,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   // workspace kept in the output's first row (plan::workspace_in_output), which holds it: the
   // split rows are longer than 16 CTAs hold. On the H200 (rows*cols = 2^27) rows of 2^20-2^24
   // columns ran so at 63-87% of copy, 0-2.5 points below the workspace launchers, streamed at
-  // 47-73.5% (16-bit forward 2^20: 71-71.7% against 71.8%; README, "Tuning notes" 66).
+  // 47-73.5% (16-bit forward 2^20: 71-71.7% against 71.8%; benchmarks/TUNING.md, note 66).
   const bool in_output = !with_workspace && layout.out_of_place && max_cluster >= 2;
   if ((with_workspace || in_output) && !streams) {
     plan p{};

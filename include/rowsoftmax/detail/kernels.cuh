@@ -60,7 +60,7 @@ struct cluster_arg {
 /// cluster size (exact_divisor). Divided out of blockIdx.x, row and rank waited for the SM's
 /// special-function unit before the CTA issued its loads (2-4 points of copy bandwidth at the
 /// 16-bit staged and fp32 register cluster rows on the H200), and %clusterid.x compiles to a
-/// float multiply and a conversion that waits there too (README, "Tuning notes" 50). Before
+/// float multiply and a conversion that waits there too (benchmarks/TUNING.md, note 50). Before
 /// sm_90 every CTA is its own cluster.
 __device__ inline int cluster_rank() {
   NV_IF_ELSE_TARGET(NV_PROVIDES_SM_90,
@@ -96,9 +96,9 @@ struct kernel_shape {
   // registers) keep 3 CTAs an SM and of two-tensor rows 2 (and 16-bit forward split CTAs, which
   // count their data twice for their register tile, 2). Without a
   // bound, 16-bit rows were scheduled into ~110 registers (all exps of a thread in flight);
-  // slacks of 32 and of none measured worse (README, "Tuning notes").
+  // slacks of 32 and of none measured worse (benchmarks/TUNING.md).
   // Except two-tensor rows of at most a warp: unbounded (167 registers for 16-bit, fewer CTAs)
-  // they ran at 101% of copy on the H200, bounded (128) at 80-84% (README, "Tuning notes").
+  // they ran at 101% of copy on the H200, bounded (128) at 80-84% (benchmarks/TUNING.md).
   static constexpr bool unbounded = Op::tensors == 2 && threads_per_row <= 32;
   static constexpr int min_ctas_per_sm =
       unbounded ? 1 : ctas_per_sm(config, Op::tensors, sizeof(typename Op::value_type));
@@ -297,8 +297,8 @@ struct tile_share {
   /// twice, or only the last they load (16-bit forward before it kept a register tile, whose kernel
   /// also spilled so), ran 1-3.5 points slower, and streaming rows up to 5; 16-bit backward rows
   /// 2^24 gained 4.5 points, but the hinted copy of the loops doubled the kernel's code and its
-  /// rows of 2^20-2^23 columns, not hinted, lost 0.5-3.5 (README, "Tuning notes" 45): backward rows
-  /// whose shares read tiles twice take a configuration of their own (hinted_split_config).
+  /// rows of 2^20-2^23 columns, not hinted, lost 0.5-3.5 (benchmarks/TUNING.md, note 45): backward
+  /// rows whose shares read tiles twice take a configuration of their own (hinted_split_config).
   static constexpr bool hintable =
       hints_second_reads(shape::config, direction_of<Op>, sizeof(typename Op::value_type), V);
   __device__ static bool hinted(std::int64_t tiles, int stash_tiles) {
@@ -401,7 +401,7 @@ struct tile_share {
   /// stored, each stashed tile taking the slot just read, then the tiles read again, the register
   /// tile last (as `load`). On the H200 this pass ran forward rows 1-3.5 points faster than
   /// `load` and `store` as separate passes, backward rows up to 5 slower; storing every tile
-  /// before the first load measured the same as interleaving (README, "Tuning notes" 44).
+  /// before the first load measured the same as interleaving (benchmarks/TUNING.md, note 44).
   /// Hinted where either row's share takes hints (see `load`), tile by tile (a loop for each
   /// spilled the fp32 kernel). Tiles of row 0 that start before window `skip` are not stored
   /// (see `store`).
@@ -517,7 +517,7 @@ struct split_workspace {
 /// that read four partials a lane fold them and every thread folds those warps' partials from
 /// `smem`, which holds them until the caller's next __syncthreads (the staged split: the SM's
 /// other CTAs issue an instruction most cycles). (Warp 0 alone read a few hundred partials in as
-/// many batches as it took 128 of them; README, "Tuning notes".)
+/// many batches as it took 128 of them; benchmarks/TUNING.md.)
 template <class Exchange, int Threads, bool AllThreads>
 __device__ inline partial gather(tagged_partial* slots, int n, std::uint32_t tag,
                                  typename Exchange::storage& smem) {
@@ -577,7 +577,7 @@ __device__ inline tagged_partial* meeting_slots(split_workspace const& ws, int g
 /// then the CTA gathers the group's partials (see gather). A set of partials is rewritten two
 /// meetings later (meeting_slots), by a CTA that has passed the meeting in between, so after
 /// every CTA has read it. (A release on the counter waited for the SM's stores in flight, 2 us
-/// a meeting of the staged split on the H200; README, "Tuning notes".)
+/// a meeting of the staged split on the H200; benchmarks/TUNING.md.)
 template <class Exchange, int Threads, bool AllThreads>
 __device__ inline partial meet(split_workspace const& ws, int group, int rank, int iteration,
                                partial acc, typename Exchange::storage& smem) {
@@ -607,7 +607,7 @@ __device__ inline partial meet(split_workspace const& ws, int group, int rank, i
 /// special registers, read again where needed. Divided out of a one-dimensional index they were
 /// kept in registers, and the fp32 forward kernel, at its bound of 80, spilled them; reloaded from
 /// local memory at every meeting, past an L1 that the row's loads keep full, they cost 4-9 points
-/// of copy bandwidth on the H200; README, "Tuning notes".)
+/// of copy bandwidth on the H200; benchmarks/TUNING.md.)
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
@@ -623,7 +623,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   if constexpr (Op::tensors == 2 || V == 1) {
     // Backward, and the scalar fallback: a row's loads, the meeting, its stores. (Backward with
     // its stores merged with the next row's loads, as forward, ran up to 5 points slower on the
-    // H200, README, "Tuning notes"; the scalar fallback so spilled its row state.)
+    // H200, benchmarks/TUNING.md; the scalar fallback so spilled its row state.)
     int iteration = 0;
     for (std::int64_t row = group; row < a.rows; row += ws.row_groups, ++iteration) {
       row_window w = Op::template window<V>(a, row, 0, share::tpr);

@@ -46,7 +46,7 @@ __device__ inline int head_of(T const* row_start) {
 /// that start at an odd element), and written element by element, so that every lane runs the
 /// same instructions whatever its row's alignment. (Tiles windowed as global memory is, a ragged
 /// head and tail window every row read and written element-wise, ran bf16 forward 60 columns at
-/// 18% of copy against 43% untiled; README, "Tuning notes" 59.) A tile holds a word after its
+/// 18% of copy against 43% untiled; benchmarks/TUNING.md, note 59.) A tile holds a word after its
 /// last row's last window.
 struct in_tile {};
 
@@ -222,7 +222,8 @@ __device__ inline ragged_slots ragged_of(row_window const& w) {
 /// back its warp's loads: bf16 backward 2049 columns, misaligned, 79% of copy -> 89.5%, streamed
 /// 16-bit backward rows 5-7 points faster. For 4-byte rows and rows of one slot a thread the
 /// deferred reads cost registers (the short-row kernels of 8 rows a thread, bf16 151 -> 170,
-/// fp32 128 -> 190) and up to 48 points of copy, fp32 rows 2-10; H200, README "Tuning notes" 61.)
+/// fp32 128 -> 190) and up to 48 points of copy, fp32 rows 2-10; H200, benchmarks/TUNING.md,
+/// note 61.)
 template <class T, int N>
 inline constexpr bool defers_ragged = sizeof(T) == 2 && N > 1;
 
@@ -235,7 +236,7 @@ inline constexpr bool defers_ragged = sizeof(T) == 2 && N > 1;
 /// every load of the row is issued before any loaded value is used. (Packing the element here
 /// waited for its load before the thread's later loads were issued: one more memory latency for
 /// the warp and so for its row; bf16 backward at 50257 columns ran at 70% of copy so, 90% with
-/// the packing deferred; README, "Tuning notes".)
+/// the packing deferred; benchmarks/TUNING.md.)
 template <class T, int V, int N, class Hint = no_hint>
 __device__ inline void load_windows(T const* row, row_window const& w, T fill,
                                     vec_t<T, V> (&out)[N], Hint hint = {}) {
@@ -251,7 +252,7 @@ __device__ inline void load_windows(T const* row, row_window const& w, T fill,
       } else if (defers_ragged<T, N> || (vec::per_word == 2 && (e0 + V <= 0 || e0 >= w.cols))) {
         // 4-byte windows wholly outside the row take the word-by-word branch below, whose
         // loads are then all predicated off: a branch of their own here ran the fp32 register
-        // clusters 10-21 points slower (H200; README, "Tuning notes" 62 (a)).
+        // clusters 10-21 points slower (H200; benchmarks/TUNING.md, note 62 (a)).
 #pragma unroll
         for (int i = 0; i < vec::words; ++i) out[k].w[i] = vec::fill_word(fill);
       } else {
@@ -329,7 +330,7 @@ __device__ inline void finish_windows(T const* row, row_window const& w, T fill,
 /// waited for its reads before the second's were issued: a memory latency more for the thread,
 /// and so for its CTA's row or cluster: misaligned 16-bit backward register clusters read 86-89%
 /// of copy against 98-102% aligned; branch-free, the reads and their selects in every thread
-/// cost the aligned rows as much; H200, README "Tuning notes" 63.)
+/// cost the aligned rows as much; H200, benchmarks/TUNING.md, note 63.)
 template <class T, int V, int N, class Hint = no_hint>
 __device__ inline void finish_windows(T const* row0, T const* row1, row_window const& w, T fill,
                                       vec_t<T, V> (&out0)[N], vec_t<T, V> (&out1)[N],
