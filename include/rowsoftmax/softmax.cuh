@@ -156,20 +156,21 @@ cudaError_t softmax_backward(T const* dy, T const* y, T* dx, std::int64_t rows, 
 
 /// @brief Row-wise softmax with a workspace, strided rows (CUB's temporary-storage convention).
 ///
-/// Call once with `workspace == nullptr`: sets `*workspace_bytes` to the bytes this call needs
-/// (0 when its plan needs none) and launches nothing. Call again with `workspace` pointing to
-/// at least that many bytes of device memory (8-byte aligned) to run. Rows longer than a
-/// cluster holds on chip (256K fp32, 512K bf16/fp16 elements) are then split over many CTAs that
-/// exchange partials through the workspace, so that rows the device holds on chip are read
-/// once: bf16/fp16 forward rows of which the device holds four in shared memory (up to about
-/// 3.2M elements on an H200, sm_90 and newer) are copied into the shared memory of the CTAs
-/// (`algorithm::staged_split`); the others keep each CTA's share in registers and shared memory
-/// (`algorithm::split`), as the overloads without a workspace do out of place (keeping it in
-/// the output). Shorter rows run exactly as without a workspace and need none (the size query
-/// gives 0). The workspace holds no state between calls (it is
-/// zeroed on `stream` before each launch) but must not be shared by calls that may run
-/// concurrently. The split kernels are cooperative launches: all their CTAs are resident at
-/// once; where the device cannot guarantee that, the call streams instead.
+/// Call once with `workspace == nullptr`: sets `*workspace_bytes` to the bytes this call needs (0
+/// when its plan needs none) and launches nothing. Call again with `workspace` pointing to at least
+/// that many bytes of device memory (8-byte aligned) to run. A size of 0 still needs a non-null
+/// `workspace` to run, as with CUB (a null one is the size query again): any pointer, which is then
+/// not accessed. Rows longer than a cluster holds on chip (256K fp32, 512K bf16/fp16 elements) are
+/// then split over many CTAs that exchange partials through the workspace, so that rows the device
+/// holds on chip are read once: bf16/fp16 forward rows of which the device holds four in shared
+/// memory (up to about 3.2M elements on an H200, sm_90 and newer) are copied into the shared memory
+/// of the CTAs (`algorithm::staged_split`); the others keep each CTA's share in registers and
+/// shared memory (`algorithm::split`), as the overloads without a workspace do out of place
+/// (keeping it in the output). Shorter rows run exactly as without a workspace and need none (the
+/// size query gives 0). The workspace holds no state between calls (it is zeroed on `stream` before
+/// each launch) but must not be shared by calls that may run concurrently. The split kernels are
+/// cooperative launches: all their CTAs are resident at once; where the device cannot guarantee
+/// that, the call streams instead.
 ///
 /// @param workspace        device memory, or nullptr for the size query
 /// @param workspace_bytes  in: bytes at `workspace`; out (size query): bytes needed. Not null.
