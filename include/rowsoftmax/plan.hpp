@@ -8,6 +8,8 @@
 #include <initializer_list>
 #include <string>
 
+/// Marks the planner's functions that kernels call too: `__host__ __device__` under nvcc, nothing
+/// in a host compiler (where this header is plain C++).
 #if defined(__CUDACC__)
 #define ROWSOFTMAX_HOST_DEVICE __host__ __device__
 #else
@@ -73,6 +75,7 @@ struct row_layout {
 /// The launch configuration chosen for one call. Inspect it with `plan_for` or
 /// `softmax_forward_plan` / `softmax_backward_plan`; it is plain data.
 struct plan {
+  /// The kernel family (see `algorithm`).
   algorithm algo = algorithm::registers;
   int config = 0;           ///< index into detail::kernel_configs (the dispatch switch's key)
   int vec = 1;              ///< elements per vector access
@@ -83,6 +86,7 @@ struct plan {
   bool tiled = false;       ///< a CTA's rows copied through a shared-memory tile (short
                             ///< contiguous rows, see kernel_config::tiled)
   int rows_per_cta = 1;     ///< rows one CTA (or one cluster) handles
+  /// Threads of one CTA.
   int threads_per_cta = 1;
   int cluster_size = 1;              ///< CTAs that share one row (1: no cluster)
   std::int64_t windows = 0;          ///< vector windows in the widest row, peeled head included

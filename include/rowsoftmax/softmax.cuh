@@ -90,12 +90,13 @@ cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::ar
 /// Asynchronous: never synchronizes, never allocates, safe to capture in a CUDA graph. The
 /// first call per device (and per cluster kernel) queries device attributes once.
 ///
-/// Rows longer than a cluster holds on chip (256K fp32, 512K bf16/fp16 elements on sm_90) are
-/// planned as by the workspace overload; out of place, where that splits them, the workspace it
-/// would ask for (a few tens of KB at most) is kept in y's first row: zeroed on `stream` first,
-/// its softmax stored by a second kernel after the split one, so that y's first row holds other
-/// values until the call's last kernel ends. In place, such rows stream through a cluster
-/// instead (the overflow read twice).
+/// Rows longer than a cluster holds on chip (on sm_90 256K fp32 elements backward and 288K
+/// forward, 512K bf16/fp16) are, on devices with clusters, planned as by the workspace overload;
+/// out of place, where that splits them, the workspace it would ask for (a few tens of KB at most)
+/// is kept in y's first row: zeroed on `stream` first, its softmax stored by a second kernel after
+/// the split one, so that y's first row holds other values until the call's last kernel ends. In
+/// place, such rows stream through a cluster instead (the overflow read twice); on devices without
+/// clusters, through one CTA.
 ///
 /// @code
 /// rowsoftmax::softmax_forward(x, ld, y, ld, rows, cols, stream);
@@ -129,9 +130,10 @@ cudaError_t softmax_forward(T const* x, T* y, std::int64_t rows, std::int64_t co
 /// @param rows, cols, stream  as for softmax_forward
 /// @return as for softmax_forward. A NaN in dy or y makes the row's dx NaN.
 ///
-/// Reads dy and y once and writes dx once (rows longer than a cluster holds, as
-/// softmax_forward: split with the workspace in dx's first row, or in place streamed);
-/// asynchronous, allocation-free, graph-capturable.
+/// Reads dy and y once and writes dx once where a row fits on chip. Rows longer than a cluster
+/// holds are planned as by softmax_forward: split with the workspace in dx's first row (which is
+/// so written twice), or in place streamed; those longer than the device holds on chip, and
+/// streamed ones, read part of dy and y twice. Asynchronous, allocation-free, graph-capturable.
 template <class T>
 cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
                              std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
@@ -160,17 +162,19 @@ cudaError_t softmax_backward(T const* dy, T const* y, T* dx, std::int64_t rows, 
 /// when its plan needs none) and launches nothing. Call again with `workspace` pointing to at least
 /// that many bytes of device memory (8-byte aligned) to run. A size of 0 still needs a non-null
 /// `workspace` to run, as with CUB (a null one is the size query again): any pointer, which is then
-/// not accessed. Rows longer than a cluster holds on chip (256K fp32, 512K bf16/fp16 elements) are
-/// then split over many CTAs that exchange partials through the workspace, so that rows the device
-/// holds on chip are read once: bf16/fp16 forward rows of which the device holds four in shared
-/// memory (up to about 3.2M elements on an H200, sm_90 and newer) are copied into the shared memory
-/// of the CTAs (`algorithm::staged_split`); the others keep each CTA's share in registers and
-/// shared memory (`algorithm::split`), as the overloads without a workspace do out of place
-/// (keeping it in the output). Shorter rows run exactly as without a workspace and need none (the
-/// size query gives 0). The workspace holds no state between calls (it is zeroed on `stream` before
-/// each launch) but must not be shared by calls that may run concurrently. The split kernels are
-/// cooperative launches: all their CTAs are resident at once; where the device cannot guarantee
-/// that, the call streams instead.
+/// not accessed. Rows longer than a cluster holds on chip (as for the overload without a
+/// workspace) are then split over many CTAs that exchange partials through the workspace, so that
+/// rows the device holds on chip are read once: bf16/fp16 forward rows of which the device holds
+/// four in shared memory (up to about 3.2M elements on an H200, sm_90 and newer) are copied into
+/// the shared memory of the CTAs (`algorithm::staged_split`); the others keep each CTA's share in
+/// registers and shared memory (`algorithm::split`), as the overloads without a workspace do out of
+/// place (keeping it in the output). Shorter rows run exactly as without a workspace and need none
+/// (the size query gives 0), and so do a few lengths just beyond, which a cluster streams reading
+/// little twice (on an H200: fp32 backward 262145-270336 columns, bf16/fp16 backward 524289-540672,
+/// and fp32 forward 294913-417792 in launches of at least 198 rows). The workspace holds no state
+/// between calls (it is zeroed on `stream` before each launch) but must not be shared by calls that
+/// may run concurrently. The split kernels are cooperative launches: all their CTAs are resident at
+/// once; where the device cannot guarantee that, the call streams instead.
 ///
 /// @param workspace        device memory, or nullptr for the size query
 /// @param workspace_bytes  in: bytes at `workspace`; out (size query): bytes needed. Not null.

@@ -31,8 +31,8 @@
 #include "math.cuh"
 #include "row_io.cuh"
 
-// Kernels in a header are templates (no ODR clash) with hidden visibility, so two shared
-// libraries that both include this header keep their own copies.
+/// Kernels in a header are templates (no ODR clash) with hidden visibility, so two shared
+/// libraries that both include this header keep their own copies.
 #if defined(__GNUC__)
 #define ROWSOFTMAX_KERNEL __global__ __attribute__((visibility("hidden")))
 #else
