@@ -999,7 +999,8 @@ TEST(Plan, StagedSplitFollowsTheDevice) {
     for (int sms : {132, 66, 20})
       for (int smem : {233472, 101376, 69632}) {
         rs::device_limits d{sms, 90, 16, smem, 232448};
-        const std::int64_t resident = std::int64_t{sms} * std::min(6, smem / (32768 + 2048));
+        const std::int64_t resident =
+            std::int64_t{sms} * std::min(6, smem / (32768 + rs::detail::cta_smem_reserve));
         SCOPED_TRACE(std::to_string(elem) + " bytes, " + std::to_string(sms) + " SMs, " +
                      std::to_string(smem) + " bytes an SM");
         for (std::int64_t need : {std::int64_t{65}, resident / 4, resident / 4 + 1})
@@ -1121,7 +1122,7 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
           const std::int64_t per_cta =
               p.stash_tiles *
                   rs::detail::stash_tile_bytes(kernel_configs[rs::detail::split_config], tensors) +
-              2048;
+              rs::detail::cta_smem_reserve;
           EXPECT_LE(per_cta * (resident / h200.sm_count), h200.shared_bytes_per_sm);
           EXPECT_LE(per_cta, h200.shared_bytes_per_cta);
           EXPECT_EQ(p.workspace_bytes,
@@ -1317,8 +1318,8 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
             // No tile kept that a CTA does not have; the stashes of the CTAs an SM runs fit it.
             EXPECT_GE(p.stash_tiles, 0);
             EXPECT_LE(p.stash_tiles, std::max<std::int64_t>(0, share - in_registers));
-            const std::int64_t per_cta =
-                p.stash_tiles * rs::detail::stash_tile_bytes(k, tensors) + 2048;
+            const std::int64_t per_cta = p.stash_tiles * rs::detail::stash_tile_bytes(k, tensors) +
+                                         rs::detail::cta_smem_reserve;
             EXPECT_LE(per_cta * per_sm, d.shared_bytes_per_sm);
             EXPECT_LE(per_cta, d.shared_bytes_per_cta);
             const int most = d.compute_capability >= 90 ? d.max_cluster_size : 1;

@@ -339,9 +339,12 @@ constexpr int tensors_of(direction dir) noexcept {
   return dir == direction::forward ? 1 : 2;
 }
 
-/// Shared memory a CTA needs besides its row data or stash: 1 KB reserved by the system, 1 KB
-/// for the exchange and the static variables.
-inline constexpr int cta_smem_reserve = 2048;
+/// Shared memory a CTA needs besides its row data or stash: 1 KB reserved by the system and the
+/// kernel's static shared memory (the exchange, the staged kernels' mbarriers: 80-1056 bytes on
+/// sm_90, ptxas), 1024 + 1056 rounded up to the 128-byte unit the SM allocates in. (At 1 KB for
+/// the static part a stash filling its budget to within 32 bytes would leave one CTA an SM
+/// fewer than planned; on the H200 no plan changed with the larger reserve.)
+inline constexpr int cta_smem_reserve = 2176;
 
 /// Whether a configuration's CTAs hold their row data in shared memory (staged, staged split).
 ROWSOFTMAX_HOST_DEVICE constexpr bool stages(kernel_config const& c) noexcept {
