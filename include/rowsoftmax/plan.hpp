@@ -746,8 +746,8 @@ constexpr bool plan_holds(plan const& p) noexcept {
 /// Pure and constexpr: depends only on its arguments. Rows of at most 16 vectors (128 16-bit or
 /// 64 fp32 elements) take one vector a thread, 8 rows a thread (first_short_row_config), copied
 /// through shared memory where they are misaligned and contiguous, of at most 8 vectors forward
-/// and 4 backward (16-bit only; first_tiled_config). Other
-/// rows that one 256-thread CTA holds
+/// and 4 backward (backward 16-bit only; first_tiled_config); misaligned 16-bit rows that are
+/// not so tiled are not short rows. Other rows that one 256-thread CTA holds
 /// (36 KB a tensor: 9K fp32 or 18K bf16/fp16 elements; forward launches of a few rows beyond 32
 /// KB take the clusters below) use the smallest register configuration that holds them (sub-warp
 /// rows share a warp; rows of 4 or more threads take 80 to 144 bytes a thread, see
@@ -793,8 +793,8 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
   };
 
   // Short rows: as many threads as the row has vectors, 8 rows a thread, tiled where they are
-  // misaligned and contiguous, of at most 8 vectors forward and 4 backward (16-bit only; see
-  // first_tiled_config); else not misaligned 16-bit rows (see first_short_row_config).
+  // misaligned and contiguous, of at most 8 vectors forward and 4 backward (backward 16-bit only;
+  // see first_tiled_config); else not misaligned 16-bit rows (see first_short_row_config).
   if (vec > 1) {
     const std::int64_t tiled = row_windows(kernel_configs[first_tiled_config], layout, cols);
     const int last_tiled =
