@@ -409,8 +409,9 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
 /// Launches any configuration `p` names for `a` (tests and benchmarks force plans through
 /// it). Refuses (cudaErrorInvalidValue) a plan that does not match the arguments: a vector
 /// width or alignment the pointers do not allow, a tiled configuration for rows that are not
-/// contiguous, too little capacity, or a configuration
-/// without a kernel for the op (the staged ones backward, the hinted split one forward); and
+/// contiguous, too little capacity, a split plan of more meetings a group than its counter
+/// counts, or a configuration without a kernel for the op (the staged ones backward, the hinted
+/// split one forward); and
 /// (cudaErrorInvalidConfiguration) a cluster, stash or split the device cannot run.
 template <class Op, std::size_t N>
 cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const& a,
@@ -430,6 +431,10 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
   }
   if (splits(kernel_configs[q.config])) {
     if (p.row_groups < 1 || p.row_groups > a.rows || p.split_ctas < 1 || p.stash_tiles < 0)
+      return cudaErrorInvalidValue;
+    // A group's arrivals over its rows must fit meet's 32-bit counter and int meeting index (the
+    // planner's split rows, of about 1M elements and more, are far from it).
+    if (ceil_div(a.rows, std::int64_t{p.row_groups}) * p.split_ctas >= (std::int64_t{1} << 31))
       return cudaErrorInvalidValue;
     q = with_groups(q, p.row_groups, p.split_ctas);
     q.stash_tiles = p.stash_tiles;
