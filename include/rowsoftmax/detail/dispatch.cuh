@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -434,7 +435,8 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
       return cudaErrorInvalidValue;
     // A group's arrivals over its rows must fit meet's 32-bit counter and int meeting index (the
     // planner's split rows, of about 1M elements and more, are far from it).
-    if (ceil_div(a.rows, std::int64_t{p.row_groups}) * p.split_ctas >= (std::int64_t{1} << 31))
+    if (ceil_div(a.rows, p.row_groups) >
+        std::int64_t{std::numeric_limits<int>::max()} / p.split_ctas)
       return cudaErrorInvalidValue;
     q = with_groups(q, p.row_groups, p.split_ctas);
     q.stash_tiles = p.stash_tiles;
