@@ -624,8 +624,8 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
     for (shape s : layouts<T>(2, cols))
       check_forward<T>(s, seed_of(s.cols, s.out_offset, 25), fill::random, with_workspace);
   // Backward rows whose CTAs read tiles of their shares twice (16-bit 2^24 + 3 columns, fp32
-  // 7 * 2^20 + 3: 3-4 tiles a CTA on the H200, two held) take the hinted split configuration;
-  // aligned and shifted, random and special values.
+  // 7 * 2^20 + 3: 3-4 tiles a CTA on the H200, two held and the dy of a third) take the hinted
+  // split configuration; aligned and shifted, random and special values.
   for (int i : {0, 1}) {
     const std::int64_t rows = sizeof(T) == 2 ? 3 : 2;
     const shape s = layouts<T>(rows, (std::int64_t{sizeof(T) == 2 ? 16 : 7} << 20) + 3)[i];
@@ -667,11 +667,12 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
 // Forced split plans over rows whose tile count changes from row to row: rows of exactly three
 // tiles, which an odd row stride moves by one element a row, so that a row of three tiles
 // (head 0) follows and precedes rows of four. One or two rows in flight, several rounds each;
-// 2 CTAs (shares of 1-2 tiles) or 4 (a CTA with no tile at the rows of three); no stash (the
-// second tile read again) or one. Forward stores a row while it loads the next
-// (tile_share::pass), so a CTA's share changes within one pass; backward as a reference, and
-// through the hinted split configuration too (a share of two tiles and no stash reads one twice,
-// hinted).
+// 1 CTA (a share of 3-4 tiles), 2 (1-2 tiles) or 4 (a CTA with no tile at the rows of three); no
+// stash (the second tile read again) or one. Forward stores a row while it loads the next
+// (tile_share::pass), so a CTA's share changes within one pass; backward as a reference, also
+// with a half tile (dy kept, y read again: the first tile beyond the stash, where the share
+// reaches it) and through the hinted split configuration (a share of two tiles and no stash
+// reads one twice, hinted). Forward refuses half tiles, nothing launched.
 TYPED_TEST_P(Gpu, SplitRowsWhoseSharesChange) {
   using T = TypeParam;
   constexpr int v = static_cast<int>(vec_of<T>());
@@ -683,7 +684,7 @@ TYPED_TEST_P(Gpu, SplitRowsWhoseSharesChange) {
     const row_layout layout = layout_for<T>(s);
     const std::int64_t windows = detail::ceil_div(cols + (layout.shifted ? v - 1 : 0), v);
     for (std::int64_t groups : {1, 2})
-      for (std::int64_t ctas : {2, 4})
+      for (std::int64_t ctas : {1, 2, 4})
         for (int stash : {0, 1}) {
           plan p = detail::with_groups(
               detail::make_plan(detail::split_config, layout, s.rows, windows, sizeof(T)), groups,
@@ -692,13 +693,39 @@ TYPED_TEST_P(Gpu, SplitRowsWhoseSharesChange) {
           launcher<T> forced;
           forced.forced = p;
           SCOPED_TRACE(to_string(p) + " " + s.str());
-          check_forward<T>(s, seed_of(groups * 4 + ctas, stash, 28), fill::random, forced);
-          check_backward<T>(s, seed_of(groups * 4 + ctas, stash, 29), fill::random, forced);
-          if (layout.vec > 1) {
-            forced.forced->config = detail::hinted_split_config;
-            SCOPED_TRACE("hinted");
-            check_backward<T>(s, seed_of(groups * 4 + ctas, stash, 34), fill::random, forced);
+          const std::uint64_t id = static_cast<std::uint64_t>(groups * 8 + ctas);
+          check_forward<T>(s, seed_of(id, stash, 28), fill::random, forced);
+          for (int halves : {0, 1}) {
+            forced.forced->stash_halves = halves;
+            forced.forced->config = detail::split_config;
+            SCOPED_TRACE("halves=" + std::to_string(halves));
+            check_backward<T>(s, seed_of(id, stash * 2 + halves, 29), fill::random, forced);
+            if (layout.vec > 1) {
+              forced.forced->config = detail::hinted_split_config;
+              SCOPED_TRACE("hinted");
+              check_backward<T>(s, seed_of(id, stash * 2 + halves, 34), fill::random, forced);
+            }
           }
+          // Half tiles forward: refused, where the same plan without them runs (x and y equally
+          // aligned, as the shape's).
+          const std::int64_t span = round_up(s.rows * s.ins(), v) + v;
+          device_buffer<T> buf(2 * span);
+          ASSERT_NE(buf.ptr, nullptr);
+          ROWSOFTMAX_CUDA_OK(cudaMemset(buf.ptr, 0, 2 * span * sizeof(T)));
+          scratch ws(static_cast<std::size_t>(p.workspace_bytes));
+          T* const x = buf.ptr + s.in_offset;
+          T* const y = buf.ptr + span + s.in_offset;
+          const detail::tensor_arg t[] = {{x, s.ins(), false}, {y, s.ins(), true}};
+          auto run_forward = [&](plan const& q) {
+            return detail::run<detail::forward_op<T>>(
+                q, t, {x, s.ins(), y, s.ins(), s.rows, s.cols}, nullptr, ws.ptr,
+                static_cast<std::size_t>(p.workspace_bytes));
+          };
+          plan h = p;
+          ROWSOFTMAX_CUDA_OK(run_forward(h));
+          ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
+          h.stash_halves = 1;
+          EXPECT_EQ(run_forward(h), cudaErrorInvalidValue);
         }
   }
 }

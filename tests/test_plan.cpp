@@ -963,6 +963,34 @@ TEST(Plan, ToStringNamesTheTier) {
   EXPECT_EQ(rs::to_string(r), "staged x10 cta=256 tpr=256 vec=8x8 head");
 }
 
+// Half tiles in the stash (plan::stash_halves) belong to split plans: a plan of any other tier
+// that names some, or a negative count, does not hold (the launchers' `run` refuses it).
+TEST(Plan, HalfTilesOnlyInSplitPlans) {
+  const auto split =
+      rs::plan_for(rs::direction::backward, 8, std::int64_t{1} << 24, 2, {8, false}, h200, true);
+  ASSERT_EQ(split.algo, algorithm::split);
+  EXPECT_EQ(split.stash_halves, 1);
+  EXPECT_TRUE(rs::detail::plan_holds(split));
+  rs::plan p = split;
+  p.stash_halves = -1;
+  EXPECT_FALSE(rs::detail::plan_holds(p));
+  const auto streaming =
+      rs::plan_for(rs::direction::backward, 8, std::int64_t{1} << 24, 2, {8, false}, h200);
+  const auto staged_split =
+      rs::plan_for(rs::direction::forward, 128, std::int64_t{1} << 20, 2, {8, false}, h200, true);
+  const auto cluster = rs::plan_for(rs::direction::backward, 8, 100000, 2, {8, false}, h200);
+  ASSERT_EQ(streaming.algo, algorithm::streaming);
+  ASSERT_EQ(staged_split.algo, algorithm::staged_split);
+  ASSERT_EQ(cluster.algo, algorithm::cluster);
+  for (rs::plan q : {streaming, staged_split, cluster}) {
+    SCOPED_TRACE(rs::to_string(q));
+    EXPECT_EQ(q.stash_halves, 0);
+    EXPECT_TRUE(rs::detail::plan_holds(q));
+    q.stash_halves = 1;
+    EXPECT_FALSE(rs::detail::plan_holds(q));
+  }
+}
+
 // A staged split plan on the H200: groups of CTAs of 32 KB (6 an SM, all resident) that hold a
 // row in shared memory, in the fewest rounds of rows, the CTAs shared out evenly, at most twice
 // the CTAs a row needs; at least four rows fit the device; 16-bit rows only.
@@ -1119,12 +1147,31 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
               rs::detail::keeps_last_tile(kernel_configs[p.config], tensors, elem) ? 1 : 0;
           EXPECT_EQ(in_registers, 1);  // every split CTA keeps its last tile in registers
           EXPECT_LE(p.stash_tiles, share - in_registers);
-          const std::int64_t per_cta =
-              p.stash_tiles *
-                  rs::detail::stash_tile_bytes(kernel_configs[rs::detail::split_config], tensors) +
-              rs::detail::cta_smem_reserve;
+          auto const& k = kernel_configs[rs::detail::split_config];
+          const std::int64_t tile_bytes = rs::detail::stash_tile_bytes(k, tensors);
+          const std::int64_t half_bytes = std::int64_t{k.bytes} * k.threads_per_cta;  // dy's
+          const std::int64_t per_cta = p.stash_tiles * tile_bytes + p.stash_halves * half_bytes +
+                                       rs::detail::cta_smem_reserve;
           EXPECT_LE(per_cta * (resident / h200.sm_count), h200.shared_bytes_per_sm);
           EXPECT_LE(per_cta, h200.shared_bytes_per_cta);
+          // Half tiles (dy kept, y read again): backward only, once the whole tiles a CTA's
+          // shared memory holds are taken, as many as the rest of it holds (one on the H200,
+          // two CTAs an SM: 112 KB a CTA, 68 KB a tile, 32 KB a half), and none that a CTA does
+          // not have.
+          if (fwd) {
+            EXPECT_EQ(p.stash_halves, 0);
+          } else {
+            const std::int64_t budget = h200.shared_bytes_per_sm / (resident / h200.sm_count) -
+                                        rs::detail::cta_smem_reserve;
+            const std::int64_t whole = budget / tile_bytes;
+            const std::int64_t halves = (budget - whole * tile_bytes) / half_bytes;
+            EXPECT_EQ(halves, 1);
+            const std::int64_t over = std::max<std::int64_t>(share - in_registers - whole, 0);
+            EXPECT_EQ(p.stash_halves, std::min(halves, over));
+            if (p.stash_halves > 0) {
+              EXPECT_EQ(p.stash_tiles, whole);
+            }
+          }
           EXPECT_EQ(p.workspace_bytes,
                     rs::detail::split_workspace_bytes(p.row_groups, p.split_ctas));
           // fp32 forward (second reads hinted to stay in L2): more than one row at a time only
@@ -1436,9 +1483,9 @@ TEST(Plan, BackwardSplitRowsReadingTilesTwiceTakeTheHintedKernel) {
     EXPECT_EQ(bwd(8, 758 * tile + 1).split_ctas, 264);
     EXPECT_EQ(bwd(10, 768 * tile).config, rs::detail::hinted_split_config);
     EXPECT_EQ(bwd(8, 1024 * tile).config, rs::detail::hinted_split_config);
-    EXPECT_EQ(
-        rs::to_string(bwd(8, 1024 * tile)),
-        "split 1x264 ctas cta=256 tpr=256 vec=" + std::to_string(16 / elem) + "x8 stash=1 hinted");
+    EXPECT_EQ(rs::to_string(bwd(8, 1024 * tile)),
+              "split 1x264 ctas cta=256 tpr=256 vec=" + std::to_string(16 / elem) +
+                  "x8 stash=1 halves=1 hinted");
     EXPECT_EQ(rs::to_string(bwd(16, 512 * tile)),
               "split 1x264 ctas cta=256 tpr=256 vec=" + std::to_string(16 / elem) + "x8 stash=1");
     EXPECT_EQ(bwd(8, std::int64_t{1} << 24).config, rs::detail::hinted_split_config);

@@ -97,6 +97,8 @@ struct plan {
                                      ///< (grid = row_groups * split_ctas)
   int stash_tiles = 0;               ///< streaming, split: tiles a CTA keeps in shared memory
                                      ///< between the passes
+  int stash_halves = 0;              ///< split backward: tiles, besides `stash_tiles`, of which a
+                                     ///< CTA keeps dy alone in shared memory, reading y again
   std::int64_t workspace_bytes = 0;  ///< bytes of workspace the plan needs (split, staged split)
   bool workspace_in_output = false;  ///< split, staged split planned without a workspace: the
                                      ///< launcher keeps the `workspace_bytes` in the output's
@@ -487,16 +489,39 @@ ROWSOFTMAX_HOST_DEVICE constexpr bool hints_second_reads(kernel_config const& c,
   return c.l2_hints || (elem_size == 4 && (dir == direction::forward || vec == 1));
 }
 
-/// Tiles a CTA of configuration `c` keeps in shared memory at the occupancy its registers allow
-/// (ctas_per_sm): its part of the SM's shared memory, less cta_smem_reserve, within what one CTA
-/// may ask for.
-constexpr int stash_capacity(kernel_config const& c, int tensors, std::size_t elem_size,
-                             device_limits const& limits) noexcept {
+/// Shared memory a CTA of configuration `c` may stash tiles in at the occupancy its registers
+/// allow (ctas_per_sm): its part of the SM's shared memory, less cta_smem_reserve, within what
+/// one CTA may ask for.
+constexpr std::int64_t stash_budget(kernel_config const& c, int tensors, std::size_t elem_size,
+                                    device_limits const& limits) noexcept {
   std::int64_t budget =
       limits.shared_bytes_per_sm / ctas_per_sm(c, tensors, elem_size) - cta_smem_reserve;
   if (budget > limits.shared_bytes_per_cta - cta_smem_reserve)
     budget = limits.shared_bytes_per_cta - cta_smem_reserve;
-  return budget > 0 ? static_cast<int>(budget / stash_tile_bytes(c, tensors)) : 0;
+  return budget > 0 ? budget : 0;
+}
+
+/// Tiles a CTA of configuration `c` keeps in shared memory: its stash_budget in whole tiles.
+constexpr int stash_capacity(kernel_config const& c, int tensors, std::size_t elem_size,
+                             device_limits const& limits) noexcept {
+  return static_cast<int>(stash_budget(c, tensors, elem_size, limits) /
+                          stash_tile_bytes(c, tensors));
+}
+
+/// Shared memory one half tile of a backward split CTA takes in its stash (plan::stash_halves):
+/// dy's part of every thread's fragment.
+ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_half_bytes(kernel_config const& c) noexcept {
+  return std::int64_t{c.bytes} * c.threads_per_cta;
+}
+
+/// Half tiles (dy alone) a backward split CTA of configuration `c` keeps beside `stash_tiles`
+/// whole ones: what its stash_budget holds beyond them. At two CTAs an SM on the H200 a CTA's
+/// 112 KB hold one tile of 68 KB and the dy of another (32 KB).
+constexpr int stash_half_capacity(kernel_config const& c, std::size_t elem_size, int stash_tiles,
+                                  device_limits const& limits) noexcept {
+  const std::int64_t left =
+      stash_budget(c, 2, elem_size, limits) - stash_tiles * stash_tile_bytes(c, 2);
+  return left > 0 ? static_cast<int>(left / stash_half_bytes(c)) : 0;
 }
 
 /// Tiles (a tile: every thread of a CTA of `p`'s configuration, each slot once) in a row of `p`.
@@ -577,11 +602,15 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
 /// The split plan for rows of `windows` windows. The CTAs the device runs at once (its
 /// registers' bound) form `row_groups` groups of `split_ctas` CTAs, a group taking one row at a
 /// time; a CTA keeps the last tile of its share in registers (keeps_last_tile) and up to
-/// `stash_tiles` more in shared memory (what its part of the SM holds), and reads the rest of its
+/// `stash_tiles` more in shared memory (what its part of the SM holds), backward the dy of up to
+/// `stash_halves` more in what is left of it (stash_half_capacity), and reads the rest of its
 /// share twice. The groups minimise rounds x (the tile transfers of a CTA a round - loads,
-/// stores, second loads - plus the meeting's cost). Most rows count the average CTA and one
-/// transfer for the meeting, so rows that fit on chip are read once. The fp32 forward, whose
-/// second reads come from L2 (hints_second_reads), counts the mean of the average and the
+/// stores, second loads - plus the meeting's cost); they count half tiles as read twice whole
+/// (on the H200 more backward groups, each CTA reading more twice, ran slower than the cost
+/// said, README "Tuning notes" 46 (c): half tiles counted as half a transfer would take more
+/// groups at 296 of 1096 backward shapes of 300000-2^24 columns). Most rows count the average CTA
+/// and one transfer for the meeting, so rows that fit on chip are read once. The fp32 forward,
+/// whose second reads come from L2 (hints_second_reads), counts the mean of the average and the
 /// largest share (a round lasts until the group's slowest CTA arrives) and a meeting of
 /// 1.5 + ctas / 80 transfers, and reads at most 2.5 tiles a CTA twice on average (3.5 and more
 /// ran at 65-69% of copy: L2 no longer held them), so it takes more groups. Fitted on the H200
@@ -630,6 +659,11 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const std::int64_t ctas = ctas_of(best_groups);
   p = with_groups(p, best_groups, ctas);
   p.stash_tiles = stashed_tiles(ceil_div(tiles, ctas), in_registers, stash);
+  // Backward CTAs whose shares exceed what they hold keep the dy of one more tile or so where
+  // their stash leaves room (stash_half_capacity), so that they read only y of it again.
+  if (dir == direction::backward)
+    p.stash_halves = stashed_tiles(ceil_div(tiles, ctas), in_registers + p.stash_tiles,
+                                   stash_half_capacity(c, elem_size, p.stash_tiles, limits));
   // Backward rows of which at least 7/8 of a group's CTAs read a tile twice: the hinted kernel,
   // the same configuration but for its hints (hinted_split_config). On the H200 (rows*cols =
   // 2^27, one group of 264 CTAs, each holding two tiles) hinted bf16 and fp16 rows of 2^24
@@ -722,12 +756,14 @@ constexpr bool streams_partly_twice(plan const& p, direction dir, std::int64_t r
 }
 
 /// Whether plan `p` can run its rows: a known configuration, a cluster within 16, groups (split,
-/// staged split) that match the grid, and (but for streaming and split) the row within its
-/// threads' slots (staged split: of its split CTAs).
+/// staged split) that match the grid, half tiles in the stash (stash_halves) only where split,
+/// and (but for streaming and split) the row within its threads' slots (staged split: of its
+/// split CTAs).
 constexpr bool plan_holds(plan const& p) noexcept {
   if (p.config < 0 || p.config >= num_kernel_configs) return false;
   kernel_config const& c = kernel_configs[p.config];
   if (p.cluster_size < 1 || p.cluster_size > (c.clustered ? max_cluster_size : 1)) return false;
+  if (p.stash_halves < 0 || (p.stash_halves > 0 && c.algo != algorithm::split)) return false;
   if (splits(c) && !(p.split_ctas >= 1 && p.row_groups >= 1 && p.stash_tiles >= 0 &&
                      p.grid_ctas == std::int64_t{p.split_ctas} * p.row_groups))
     return false;
@@ -1049,6 +1085,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, row
 /// A one-line description of a plan, e.g. "cluster x16 cta=256 tpr=256 vec=8x8", with
 /// " rows=N" for threads that hold N short rows, " tiled" for rows copied through shared memory,
 /// " head" for rows that peel a misaligned head, " stash=N" for tiles kept in shared memory,
+/// " halves=N" for tiles of which a backward split CTA keeps dy alone there (plan::stash_halves),
 /// " hinted" for split CTAs that give L2 hints (detail::hinted_split_config) and
 /// " workspace=output" for a split's workspace kept in the output.
 inline std::string to_string(plan const& p) {
@@ -1068,6 +1105,7 @@ inline std::string to_string(plan const& p) {
   if (p.tiled) s += " tiled";
   if (p.shifted) s += " head";
   if (p.stash_tiles > 0) s += " stash=" + std::to_string(p.stash_tiles);
+  if (p.stash_halves > 0) s += " halves=" + std::to_string(p.stash_halves);
   if (p.config >= 0 && p.config < detail::num_kernel_configs &&
       detail::kernel_configs[p.config].l2_hints)
     s += " hinted";

@@ -164,22 +164,28 @@ inline cudaLaunchConfig_t launch_config(plan const& p, cudaStream_t stream,
   return cfg;
 }
 
-/// Dynamic shared memory of a plan's CTAs: the stash of a streaming or split plan, the row
-/// share of a staged or staged split one.
+/// Dynamic shared memory of a plan's CTAs: the stash of a streaming or split plan (its whole
+/// tiles, then its half tiles), the row share of a staged or staged split one.
 template <class Op>
 constexpr std::size_t dynamic_smem_bytes(plan const& p) {
   kernel_config const& c = kernel_configs[p.config];
   if (stages(c)) return static_cast<std::size_t>(staging_bytes(c));
-  return static_cast<std::size_t>(p.stash_tiles * stash_tile_bytes(c, Op::tensors));
+  return static_cast<std::size_t>(p.stash_tiles * stash_tile_bytes(c, Op::tensors) +
+                                  p.stash_halves * stash_half_bytes(c));
 }
 
 inline constexpr int max_cached_devices = 64;
-inline constexpr int max_cached_stash = 8;
+inline constexpr int max_cached_stash = 16;
+
+/// A plan's stash in half tiles, the key of the per-kernel caches below.
+inline int stash_key(plan const& p) {
+  return 2 * p.stash_tiles + p.stash_halves;
+}
 
 /// Whether the answers for `p` on `device` have a slot in the per-kernel caches below (other
 /// devices and stashes are asked every time).
 inline bool cacheable(plan const& p, int device) {
-  return device >= 0 && device < max_cached_devices && p.stash_tiles < max_cached_stash;
+  return device >= 0 && device < max_cached_devices && stash_key(p) < max_cached_stash;
 }
 
 /// Once per device and kernel: allows a clustered kernel clusters of up to 16 CTAs and, for a
@@ -229,7 +235,7 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
   }
   const bool cached = cacheable(p, device);
   if (cached) {
-    const int s = state[device][p.stash_tiles][n].load(std::memory_order_relaxed);
+    const int s = state[device][stash_key(p)][n].load(std::memory_order_relaxed);
     if (s != 0) {
       *fits = s == 1;
       return cudaSuccess;
@@ -248,7 +254,7 @@ cudaError_t cluster_fits(plan const& p, int device, bool* fits) {
   if (err != cudaSuccess && err != cudaErrorInvalidClusterSize) return err;
   if (err != cudaSuccess) (void)cudaGetLastError();
   *fits = err == cudaSuccess && clusters > 0;
-  if (cached) state[device][p.stash_tiles][n].store(*fits ? 1 : 2, std::memory_order_relaxed);
+  if (cached) state[device][stash_key(p)][n].store(*fits ? 1 : 2, std::memory_order_relaxed);
   return cudaSuccess;
 }
 
@@ -259,7 +265,7 @@ template <class Op, int V, int Config>
 cudaError_t resident_ctas(plan const& p, int device, int* out) {
   static std::atomic<int> resident[max_cached_devices][max_cached_stash];  // 0 unknown
   const bool cached = cacheable(p, device);
-  int n = cached ? resident[device][p.stash_tiles].load(std::memory_order_relaxed) : 0;
+  int n = cached ? resident[device][stash_key(p)].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
     ROWSOFTMAX_TRY((prepare_kernel<Op, V, Config>(p, device)));
     int per_sm = 0, sms = 0, cooperative = 1;
@@ -270,7 +276,7 @@ cudaError_t resident_ctas(plan const& p, int device, int* out) {
         &per_sm, kernel_ptr<Op, V, Config>(), kernel_configs[Config].threads_per_cta,
         dynamic_smem_bytes<Op>(p)));
     n = cooperative != 0 && per_sm > 0 ? per_sm * sms : -1;
-    if (cached) resident[device][p.stash_tiles].store(n, std::memory_order_relaxed);
+    if (cached) resident[device][stash_key(p)].store(n, std::memory_order_relaxed);
   }
   *out = n;
   return cudaSuccess;
@@ -376,7 +382,8 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
                                p.split_ctas,
                                p.stash_tiles,
                                share_windows(p),
-                               skip_windows};
+                               skip_windows,
+                               p.stash_halves};
       if constexpr (kernel_configs[C].algo == algorithm::split)  // rank x group (split_kernel)
         lc.gridDim = dim3(static_cast<unsigned>(p.split_ctas), static_cast<unsigned>(p.row_groups));
       lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);
@@ -410,9 +417,10 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
 /// Launches any configuration `p` names for `a` (tests and benchmarks force plans through
 /// it). Refuses (cudaErrorInvalidValue) a plan that does not match the arguments: a vector
 /// width or alignment the pointers do not allow, a tiled configuration for rows that are not
-/// contiguous, too little capacity, a split plan of more meetings a group than its counter
-/// counts, or a configuration without a kernel for the op (the staged ones backward, the hinted
-/// split one forward); and
+/// contiguous, too little capacity, half tiles in the stash (plan::stash_halves) but for a
+/// backward split, a split plan of more meetings a group than its counter counts, or a
+/// configuration without a kernel for the op (the staged ones backward, the hinted split one
+/// forward); and
 /// (cudaErrorInvalidConfiguration) a cluster, stash or split the device cannot run.
 template <class Op, std::size_t N>
 cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const& a,
@@ -426,6 +434,8 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
   const std::int64_t windows =
       row_windows(kernel_configs[p.config], {p.vec, p.shifted, layout.contiguous}, a.cols);
   plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem, p.cluster_size);
+  if (p.stash_halves != 0 && !(q.algo == algorithm::split && Op::tensors == 2))
+    return cudaErrorInvalidValue;  // half tiles: backward split CTAs only
   if (q.algo == algorithm::streaming) {
     if (p.stash_tiles < 0) return cudaErrorInvalidValue;
     q.stash_tiles = p.stash_tiles;
@@ -440,6 +450,7 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
       return cudaErrorInvalidValue;
     q = with_groups(q, p.row_groups, p.split_ctas);
     q.stash_tiles = p.stash_tiles;
+    q.stash_halves = p.stash_halves;
     if (workspace == nullptr || !workspace_holds(q, workspace, workspace_bytes))
       return cudaErrorInvalidValue;
   }

@@ -270,11 +270,12 @@ struct stash {
 
 /// A CTA's share of a row, tiles [t0, t1) of `tile` windows, in the two passes of the streaming
 /// and split kernels. `load` reads each tile into `f` and folds it into the CTA's partial,
-/// keeping the first `stash_tiles` in shared memory and the last in registers (see
-/// keeps_last_tile); `store`, given the row's total, writes them last first: the last from
-/// registers, the stashed ones from shared memory, the others read again (the most recently read
-/// first, so that they come from L2; in the split kernel, with L2 hints where needed, see
-/// `hinted`).
+/// keeping the first `stash_tiles` in shared memory, the dy of the next `halves` there too
+/// (backward split, plan::stash_halves) and the last in registers (see keeps_last_tile);
+/// `store`, given the row's total, writes them last first: the last from registers, the stashed
+/// ones from shared memory (the half tiles' y read again), the others read again (the most
+/// recently read first, so that they come from L2; in the split kernel, with L2 hints where
+/// needed, see `hinted`).
 template <class Op, int V, int Config>
 struct tile_share {
   using shape = kernel_shape<Op, V, Config>;
@@ -285,6 +286,21 @@ struct tile_share {
   static constexpr std::int64_t tile = std::int64_t{tpr} * shape::slots;  // windows per tile
   using kept =
       stash<fragment, tpr, static_cast<int>(stash_tile_bytes(shape::config, Op::tensors) / tpr)>;
+  /// Half tile k of a two-tensor op's stash (Op::kept_half: dy), after its `stash_tiles` whole
+  /// tiles: put or get.
+  template <bool Put, class Word>
+  __device__ static void half(Word* stashed, int stash_tiles, int k, fragment& f) {
+    static_assert(Op::tensors == 2, "half tiles: backward");
+    auto& h = Op::kept_half(f);
+    using halves = stash<std::remove_reference_t<decltype(h)>, tpr,
+                         static_cast<int>(stash_half_bytes(shape::config) / tpr)>;
+    Word* const base = stashed + std::int64_t{stash_tiles} * kept::stride * tpr;
+    if constexpr (Put) {
+      halves::put(base, k, h);
+    } else {
+      halves::get(base, k, h);
+    }
+  }
   static constexpr bool keep_last =
       keeps_last_tile(shape::config, Op::tensors, sizeof(typename Op::value_type));
 
@@ -340,20 +356,34 @@ struct tile_share {
   /// `hinted`): one loop for each, so that the plain one is the code that ran without hints.
   template <bool Hints>
   __device__ static partial load(typename Op::args const& a, row_window& w, std::int64_t t0,
-                                 std::int64_t t1, int stash_tiles, fragment& f, uint4* stashed) {
+                                 std::int64_t t1, int stash_tiles, int halves, fragment& f,
+                                 uint4* stashed) {
     if constexpr (Hints && hintable) {
       if (hinted(t1 - t0, stash_tiles))
-        return load_tiles<true>(a, w, t0, t1, stash_tiles, f, stashed);
+        return load_tiles<true>(a, w, t0, t1, stash_tiles, halves, f, stashed);
     }
-    return load_tiles<false>(a, w, t0, t1, stash_tiles, f, stashed);
+    return load_tiles<false>(a, w, t0, t1, stash_tiles, halves, f, stashed);
   }
   template <bool hints>
   __device__ static partial load_tiles(typename Op::args const& a, row_window& w, std::int64_t t0,
-                                       std::int64_t t1, int stash_tiles, fragment& f,
+                                       std::int64_t t1, int stash_tiles, int halves, fragment& f,
                                        uint4* stashed) {
     partial acc = reduce::identity();
     for (std::int64_t t = t0; t < t1; ++t) {
       w.first = t * tile + threadIdx.x;
+      if constexpr (Op::tensors == 2) {
+        if (t - t0 >= stash_tiles && t - t0 < stash_tiles + halves && !(keep_last && t == t1 - 1)) {
+          // dy kept, y read again
+          if constexpr (hints) {
+            Op::load(a, w, f, l2_hint::make(l2_hint::first), l2_hint::make(l2_hint::last));
+          } else {
+            Op::load(a, w, f);
+          }
+          half<true>(stashed, stash_tiles, static_cast<int>(t - t0) - stash_tiles, f);
+          acc = reduce::combine(acc, Op::fold(f));
+          continue;
+        }
+      }
       load_tile<hints>(a, w, f, t - t0 >= stash_tiles && !(keep_last && t == t1 - 1));
       if (t - t0 < stash_tiles && !(keep_last && t == t1 - 1))
         kept::put(stashed, static_cast<int>(t - t0), f);
@@ -366,23 +396,33 @@ struct tile_share {
   /// split kernel's workspace covers in the output, see split_workspace::skip_windows).
   template <bool OneStore, bool Hints>
   __device__ static void store(typename Op::args const& a, row_window& w, std::int64_t t0,
-                               std::int64_t t1, int stash_tiles, fragment& f, uint4 const* stashed,
-                               partial total, int skip = 0) {
+                               std::int64_t t1, int stash_tiles, int halves, fragment& f,
+                               uint4 const* stashed, partial total, int skip = 0) {
     if constexpr (Hints && hintable) {
       if (hinted(t1 - t0, stash_tiles))
-        return store_tiles<OneStore, true>(a, w, t0, t1, stash_tiles, f, stashed, total, skip);
+        return store_tiles<OneStore, true>(a, w, t0, t1, stash_tiles, halves, f, stashed, total,
+                                           skip);
     }
-    store_tiles<OneStore, false>(a, w, t0, t1, stash_tiles, f, stashed, total, skip);
+    store_tiles<OneStore, false>(a, w, t0, t1, stash_tiles, halves, f, stashed, total, skip);
   }
   template <bool OneStore, bool hints>
   __device__ static void store_tiles(typename Op::args const& a, row_window& w, std::int64_t t0,
-                                     std::int64_t t1, int stash_tiles, fragment& f,
+                                     std::int64_t t1, int stash_tiles, int halves, fragment& f,
                                      uint4 const* stashed, partial total, int skip) {
     for (std::int64_t t = t1 - 1; t >= t0; --t) {
       w.first = t * tile + threadIdx.x;
       if (!keep_last || t < t1 - 1) {  // else the last tile is still in registers, folded
         if (t - t0 < stash_tiles) {
           kept::get(stashed, static_cast<int>(t - t0), f);
+        } else if (Op::tensors == 2 && t - t0 < stash_tiles + halves) {
+          if constexpr (Op::tensors == 2) {
+            half<false>(stashed, stash_tiles, static_cast<int>(t - t0) - stash_tiles, f);
+            if constexpr (hints) {
+              Op::load_other_half(a, w, f, l2_hint::make(l2_hint::first));
+            } else {
+              Op::load_other_half(a, w, f);
+            }
+          }
         } else {
           load_tile<hints>(a, w, f, false);
         }
@@ -480,9 +520,9 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   const std::int64_t t1 = share::first(tiles, cta_rank + 1, cluster);
 
   typename shape::fragment f;
-  const partial acc = share::template load<false>(a, w, t0, t1, stash_tiles, f, stashed);
+  const partial acc = share::template load<false>(a, w, t0, t1, stash_tiles, 0, f, stashed);
   const partial total = shape::exchange::allreduce(acc, smem, shape::warps_per_row, cluster);
-  share::template store<false, false>(a, w, t0, t1, stash_tiles, f, stashed, total);
+  share::template store<false, false>(a, w, t0, t1, stash_tiles, 0, f, stashed, total);
 }
 
 /// A CTA's partial in a split workspace: each float in the low half of a word of 8 bytes whose
@@ -506,6 +546,8 @@ struct split_workspace {
   int skip_windows;  ///< the workspace in the output (plan::workspace_in_output): windows of
                      ///< row 0 it covers, which the split kernels leave to held_back_kernel;
                      ///< else 0
+  int stash_halves;  ///< backward: tiles of which a CTA keeps dy alone in its dynamic shared
+                     ///< memory, after its `stash_tiles` (plan::stash_halves)
 };
 
 /// The partials of a split group's meeting (`n` of them at `slots`, tagged `tag`: see
@@ -631,13 +673,14 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
       const std::int64_t t0 = share::first(tiles, rank, ws.split_ctas);
       const std::int64_t t1 = share::first(tiles, rank + 1, ws.split_ctas);
 
-      partial acc = share::template load<true>(a, w, t0, t1, ws.stash_tiles, f, stashed);
+      partial acc =
+          share::template load<true>(a, w, t0, t1, ws.stash_tiles, ws.stash_halves, f, stashed);
       acc = shape::exchange::allreduce(acc, smem, shape::warps_per_row, 1);
 
       const partial total = meet<typename shape::exchange, shape::threads_per_cta, true>(
           ws, group, rank, iteration, acc, smem);
-      share::template store<true, true>(a, w, t0, t1, ws.stash_tiles, f, stashed, total,
-                                        row == 0 ? ws.skip_windows : 0);
+      share::template store<true, true>(a, w, t0, t1, ws.stash_tiles, ws.stash_halves, f, stashed,
+                                        total, row == 0 ? ws.skip_windows : 0);
       __syncthreads();  // the exchange's slots are rewritten by the next row
     }
   } else {

@@ -181,13 +181,19 @@ struct backward_op {
     return {tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols, rows, a.cols};
   }
 
-  /// As forward_op: `issue` the loads, `finish` them once every load is issued.
+  /// As forward_op: `issue` the loads, `finish` them once every load is issued. dy and y may
+  /// take hints of their own (`dy_hint`, `y_hint`).
   template <int V, int N, class Hint = no_hint>
   __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
                                Hint hint = {}) {
+    issue(a, w, f, hint, hint);
+  }
+  template <int V, int N, class DyHint, class YHint>
+  __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
+                               DyHint dy_hint, YHint y_hint) {
     const T zero = from_float<T>(0.0f);
-    load_windows(a.dy + w.row * a.dy_stride, w, zero, f.dy, hint);
-    load_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint);
+    load_windows(a.dy + w.row * a.dy_stride, w, zero, f.dy, dy_hint);
+    load_windows(a.y + w.row * a.y_stride, w, zero, f.y, y_hint);
   }
   template <int V, int N, class Hint = no_hint>
   __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
@@ -202,6 +208,27 @@ struct backward_op {
                               Hint hint = {}) {
     issue(a, w, f, hint);
     finish(a, w, f, hint);
+  }
+  /// `load` with hints of its own for dy (also for the ragged windows' reads) and y.
+  template <int V, int N, class DyHint, class YHint>
+  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f, DyHint dy_hint,
+                              YHint y_hint) {
+    issue(a, w, f, dy_hint, y_hint);
+    finish(a, w, f, dy_hint);
+  }
+
+  /// A split CTA keeps some tiles' dy alone in shared memory (plan::stash_halves): `kept_half`
+  /// is that part of a fragment, and `load_other_half` reads the rest of the fragment, y, again.
+  template <int V, int N>
+  __device__ static vec_t<T, V> (&kept_half(fragment<V, N>& f))[N] {
+    return f.dy;
+  }
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void load_other_half(args const& a, row_window const& w, fragment<V, N>& f,
+                                         Hint hint = {}) {
+    const T zero = from_float<T>(0.0f);
+    load_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint);
+    finish_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint);
   }
 
   template <int V, int N>
