@@ -150,11 +150,20 @@ inline const char* dtype_name<__nv_bfloat16>() {
   return "bf16";
 }
 
-/// A kernel configuration (and cluster size) to use instead of the launcher's choice.
+/// A kernel configuration (and cluster size) to use instead of the launcher's choice; or, for
+/// the launchers given a workspace whose plan is split (config -1), that plan with some of its
+/// fields overridden (each -1 where not).
 struct forced_config {
   int config = -1;  ///< -1: none
   int cluster = 1;
-  int stash = -1;  ///< streaming: tiles a CTA stashes; -1: what the planner's of that size would
+  int stash = -1;   ///< streaming, split: tiles a CTA stashes; -1: what the planner's would
+  int groups = -1;  ///< split: rows in flight
+  int ctas = -1;    ///< split: CTAs a row
+  int halves = -1;  ///< split backward: tiles of which a CTA keeps dy alone (plan::stash_halves)
+  int hinted = -1;  ///< split backward: 1 the hinted split configuration, 0 the split one
+  bool overrides_split() const {
+    return config < 0 && (stash >= 0 || groups >= 0 || ctas >= 0 || halves >= 0 || hinted >= 0);
+  }
 };
 
 /// One benchmark: forward (2 tensors moved) or backward (3) of rows x cols; `workspace`: the
@@ -173,6 +182,19 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
     check(softmax_forward_plan<T>(a, cols, b, cols, rows, cols, &pl, workspace), "plan");
   } else {
     check(softmax_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, &pl, workspace), "plan");
+  }
+  if (forced.overrides_split()) {
+    if (pl.algo != algorithm::split || pl.workspace_in_output) {
+      state.SkipWithError("split overrides for a plan that is not split with a workspace");
+      return;
+    }
+    if (forced.groups >= 0 || forced.ctas >= 0)
+      pl = detail::with_groups(pl, forced.groups >= 0 ? forced.groups : pl.row_groups,
+                               forced.ctas >= 0 ? forced.ctas : pl.split_ctas);
+    if (forced.stash >= 0) pl.stash_tiles = forced.stash;
+    if (forced.halves >= 0) pl.stash_halves = forced.halves;
+    if (forced.hinted >= 0)
+      pl.config = forced.hinted > 0 ? detail::hinted_split_config : detail::split_config;
   }
   // A workspace the call takes (none where the plan keeps it in the output).
   std::size_t ws_bytes = pl.workspace_in_output ? 0 : static_cast<std::size_t>(pl.workspace_bytes);
@@ -195,12 +217,12 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   const detail::tensor_arg fwd_t[] = {{a, cols, false}, {b, cols, true}};
   const detail::tensor_arg bwd_t[] = {{a, cols, false}, {b, cols, false}, {c, cols, true}};
   const auto launch = [&] {
-    if (forced.config >= 0)
+    if (forced.config >= 0 || forced.overrides_split())
       return dir == direction::forward
                  ? detail::run<detail::forward_op<T>>(pl, fwd_t, {a, cols, b, cols, rows, cols},
-                                                      nullptr)
+                                                      nullptr, ws, ws_bytes)
                  : detail::run<detail::backward_op<T>>(
-                       pl, bwd_t, {a, cols, b, cols, c, cols, rows, cols}, nullptr);
+                       pl, bwd_t, {a, cols, b, cols, c, cols, rows, cols}, nullptr, ws, ws_bytes);
     if (workspace)
       return dir == direction::forward
                  ? softmax_forward<T>(ws ? ws : &ws_bytes, &ws_bytes, a, b, rows, cols)
@@ -208,6 +230,16 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
     return dir == direction::forward ? softmax_forward<T>(a, b, rows, cols)
                                      : softmax_backward<T>(a, b, c, rows, cols);
   };
+  // A forced plan the dispatcher refuses (a probe's override that does not fit the call or the
+  // device) skips this benchmark rather than ending the run.
+  if (forced.config >= 0 || forced.overrides_split()) {
+    const cudaError_t e = launch();
+    if (e != cudaSuccess) {
+      state.SkipWithError(cudaGetErrorString(e));
+      if (ws) check(cudaFree(ws), "workspace");
+      return;
+    }
+  }
   const double us = time_launches(state, launch, queued);
   // Back to back once a benchmark: Google Benchmark runs this function more than once to size
   // its iterations (the first run's median sizes the batches).
@@ -231,7 +263,8 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   }
   r = {dir == direction::forward ? "forward" : "backward",
        dtype_name<T>(),
-       to_string(pl) + (forced.config >= 0 ? " [forced]" : "") + (queued ? " [queued]" : ""),
+       to_string(pl) + (forced.config >= 0 || forced.overrides_split() ? " [forced]" : "") +
+           (queued ? " [queued]" : ""),
        rows,
        cols,
        us,
@@ -257,15 +290,15 @@ void register_timed(std::string const& name, F&& body) {
 }
 
 /// Tuning probes, from the environment: ROWSOFTMAX_BENCH_PROBE holds entries
-/// "dir:dtype:rows:cols:config[:cluster[:stash]]" (dir fwd or bwd; config -1: the planned call,
-/// -2: the planned call given a workspace; not the split configurations, which need one; stash:
-/// the tiles a streaming CTA keeps in shared memory, by default what the planner gives that many
-/// CTAs),
-/// separated by spaces or commas, each registered as
-/// "probe/<direction>/<dtype>/rows:R/cols:C/config:CxN[/stash:S]" and run through that
-/// configuration, so
-/// that configurations the planner does not pick can be timed without a rebuild. Malformed
-/// entries are reported and skipped.
+/// "dir:dtype:rows:cols:config[:cluster[:stash]][:key=value...]" (dir fwd or bwd; config -1: the
+/// planned call, -2: the planned call given a workspace; not the split configurations, which
+/// need one; stash: the tiles a streaming CTA keeps in shared memory, by default what the planner
+/// gives that many CTAs; the keys, for a config of -2 whose plan is split: groups, ctas, stash,
+/// halves and hinted, which override the plan's row groups, CTAs a row, stashed tiles, half tiles
+/// and (1 or 0) hinted configuration), separated by spaces or commas, each registered as
+/// "probe/<direction>/<dtype>/rows:R/cols:C/config:CxN[/stash:S][/key:value...]" and run through
+/// that configuration, so that configurations the planner does not pick can be timed without a
+/// rebuild. Malformed entries are reported and skipped.
 template <class T>
 void register_probes() {
   char const* env = std::getenv("ROWSOFTMAX_BENCH_PROBE");
@@ -279,13 +312,48 @@ void register_probes() {
     const std::string entry = list.substr(at, end - at);
     at = end + 1;
     if (entry.empty()) continue;
-    char dir[8] = {}, dtype[8] = {};
-    long long rows = 0, cols = 0;
-    int config = -1, cluster = 1, stash = -1;
-    const int n = std::sscanf(entry.c_str(), "%7[a-z]:%7[a-z0-9]:%lld:%lld:%d:%d:%d", dir, dtype,
-                              &rows, &cols, &config, &cluster, &stash);
-    const bool fwd = std::string(dir) == "fwd", bwd = std::string(dir) == "bwd";
-    if (n < 5 || !(fwd || bwd) || rows < 1 || cols < 1 || config < -2 ||
+    std::vector<std::string> fields;
+    for (std::size_t from = 0;;) {
+      const std::size_t colon = entry.find(':', from);
+      fields.push_back(entry.substr(from, colon == std::string::npos ? colon : colon - from));
+      if (colon == std::string::npos) break;
+      from = colon + 1;
+    }
+    auto number = [](std::string const& f, long long* out) {
+      char* rest = nullptr;
+      *out = std::strtoll(f.c_str(), &rest, 10);
+      return !f.empty() && rest != nullptr && *rest == '\0';
+    };
+    bool ok = fields.size() >= 5;
+    long long rows = 0, cols = 0, config = -1, cluster = 1, stash = -1;
+    ok = ok && number(fields[2], &rows) && number(fields[3], &cols) && number(fields[4], &config);
+    forced_config forced;
+    std::string suffix;
+    int positional = 0;
+    for (std::size_t i = 5; ok && i < fields.size(); ++i) {
+      const std::size_t eq = fields[i].find('=');
+      long long v = 0;
+      if (eq == std::string::npos) {  // cluster, then stash
+        ok = positional < 2 && number(fields[i], &v);
+        (positional++ == 0 ? cluster : stash) = v;
+        continue;
+      }
+      const std::string key = fields[i].substr(0, eq);
+      ok = number(fields[i].substr(eq + 1), &v) && v >= 0 && v <= 1 << 20 && config == -2;
+      int* slot = key == "groups"   ? &forced.groups
+                  : key == "ctas"   ? &forced.ctas
+                  : key == "stash"  ? &forced.stash
+                  : key == "halves" ? &forced.halves
+                  : key == "hinted" ? &forced.hinted
+                                    : nullptr;
+      ok = ok && slot != nullptr && *slot < 0;
+      if (ok) *slot = static_cast<int>(v);
+      suffix += "/" + key + ":" + std::to_string(v);
+    }
+    const std::string dir = fields.empty() ? "" : fields[0];
+    const std::string dtype = fields.size() < 2 ? "" : fields[1];
+    const bool fwd = dir == "fwd", bwd = dir == "bwd";
+    if (!ok || !(fwd || bwd) || rows < 1 || cols < 1 || config < -2 ||
         config >= detail::num_kernel_configs || cluster < 1 || stash < -1 ||
         (stash >= 0 &&
          (config < 0 || detail::kernel_configs[config].algo != algorithm::streaming)) ||
@@ -294,14 +362,18 @@ void register_probes() {
       std::fprintf(stderr, "ROWSOFTMAX_BENCH_PROBE: skipped '%s'\n", entry.c_str());
       continue;
     }
-    if (std::string(dtype) != dtype_name<T>()) continue;
+    if (dtype != dtype_name<T>()) continue;
     const direction d = fwd ? direction::forward : direction::backward;
-    const forced_config forced{config < 0 ? -1 : config, config < 0 ? 1 : cluster, stash};
-    const std::string name = std::string("probe/") + (fwd ? "forward/" : "backward/") +
-                             dtype_name<T>() + "/rows:" + std::to_string(rows) +
-                             "/cols:" + std::to_string(cols) + "/config:" + std::to_string(config) +
-                             "x" + std::to_string(forced.cluster) +
-                             (stash >= 0 ? "/stash:" + std::to_string(stash) : std::string());
+    if (config >= 0) {
+      forced.config = static_cast<int>(config);
+      forced.cluster = static_cast<int>(cluster);
+      forced.stash = static_cast<int>(stash);
+    }
+    const std::string name =
+        std::string("probe/") + (fwd ? "forward/" : "backward/") + dtype_name<T>() +
+        "/rows:" + std::to_string(rows) + "/cols:" + std::to_string(cols) +
+        "/config:" + std::to_string(config) + "x" + std::to_string(config < 0 ? 1 : cluster) +
+        (stash >= 0 ? "/stash:" + std::to_string(stash) : std::string()) + suffix;
     register_timed(name, [=](benchmark::State& s) {
       softmax_benchmark<T>(s, name, d, rows, cols, forced, config == -2);
     });
