@@ -259,7 +259,8 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
           // split: 2 rows in flight (3 rounds, both parities) of the fewest CTAs (at least 3) or
           // of 16, most of which then hold a few windows.
           // Streaming: one tile kept in shared memory (besides the last in registers), so a
-          // CTA of several tiles takes them from the stash, from registers and read again.
+          // CTA of several tiles takes them from the stash, from registers and read again;
+          // backward also with a half tile (below).
           if (k.algo == algorithm::streaming) p.stash_tiles = 1;
           if (k.algo == algorithm::split) {
             p = detail::with_groups(p, 2, 3);
@@ -289,6 +290,14 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
           }
           if (detail::runs(k, direction::backward)) {
             check_backward<T>(s, seed_of(cols, c * 17 + n, 12), fill::random, forced);
+            // Streaming and split CTAs also keeping the dy of a tile beyond their stash (a
+            // streaming CTA of five tiles at 70000 columns: stashed, half, read again twice, in
+            // registers).
+            if (k.algo == algorithm::streaming || k.algo == algorithm::split) {
+              forced.forced->stash_halves = 1;
+              SCOPED_TRACE("halves=1");
+              check_backward<T>(s, seed_of(cols, c * 17 + n, 37), fill::random, forced);
+            }
           } else {
             EXPECT_EQ(detail::run<detail::backward_op<T>>(
                           p, t,
@@ -340,7 +349,8 @@ TYPED_TEST_P(Gpu, ShortRowsSeveralAThread) {
 }
 
 // Rows longer than a cluster holds, without a workspace, in place: streamed (out of place they
-// are split, see SplitRowsWithTheWorkspaceInTheOutput). Aligned and shifted rows.
+// are split, see SplitRowsWithTheWorkspaceInTheOutput; backward CTAs on the H200 keep the dy of a
+// tile beyond their stash). Aligned and shifted rows.
 TYPED_TEST_P(Gpu, LongRowsStream) {
   using T = TypeParam;
   device_limits limits;

@@ -963,26 +963,29 @@ TEST(Plan, ToStringNamesTheTier) {
   EXPECT_EQ(rs::to_string(r), "staged x10 cta=256 tpr=256 vec=8x8 head");
 }
 
-// Half tiles in the stash (plan::stash_halves) belong to split plans: a plan of any other tier
-// that names some, or a negative count, does not hold (the launchers' `run` refuses it).
-TEST(Plan, HalfTilesOnlyInSplitPlans) {
-  const auto split =
-      rs::plan_for(rs::direction::backward, 8, std::int64_t{1} << 24, 2, {8, false}, h200, true);
+// Half tiles in the stash (plan::stash_halves) belong to streaming and split plans (backward:
+// the dispatcher refuses them forward): a plan of any other tier that names some, or a negative
+// count, does not hold (the launchers' `run` refuses it). On the H200 backward rows of 2^24
+// 16-bit columns take one, split given a workspace and streamed without (in place).
+TEST(Plan, HalfTilesOnlyInStreamingAndSplitPlans) {
+  const std::int64_t cols = std::int64_t{1} << 24;
+  const auto split = rs::plan_for(rs::direction::backward, 8, cols, 2, {8, false}, h200, true);
+  const auto streaming = rs::plan_for(rs::direction::backward, 8, cols, 2, {8, false}, h200);
   ASSERT_EQ(split.algo, algorithm::split);
-  EXPECT_EQ(split.stash_halves, 1);
-  EXPECT_TRUE(rs::detail::plan_holds(split));
-  rs::plan p = split;
-  p.stash_halves = -1;
-  EXPECT_FALSE(rs::detail::plan_holds(p));
-  const auto streaming =
-      rs::plan_for(rs::direction::backward, 8, std::int64_t{1} << 24, 2, {8, false}, h200);
+  ASSERT_EQ(streaming.algo, algorithm::streaming);
+  for (rs::plan q : {split, streaming}) {
+    SCOPED_TRACE(rs::to_string(q));
+    EXPECT_EQ(q.stash_halves, 1);
+    EXPECT_TRUE(rs::detail::plan_holds(q));
+    q.stash_halves = -1;
+    EXPECT_FALSE(rs::detail::plan_holds(q));
+  }
   const auto staged_split =
       rs::plan_for(rs::direction::forward, 128, std::int64_t{1} << 20, 2, {8, false}, h200, true);
   const auto cluster = rs::plan_for(rs::direction::backward, 8, 100000, 2, {8, false}, h200);
-  ASSERT_EQ(streaming.algo, algorithm::streaming);
   ASSERT_EQ(staged_split.algo, algorithm::staged_split);
   ASSERT_EQ(cluster.algo, algorithm::cluster);
-  for (rs::plan q : {streaming, staged_split, cluster}) {
+  for (rs::plan q : {staged_split, cluster}) {
     SCOPED_TRACE(rs::to_string(q));
     EXPECT_EQ(q.stash_halves, 0);
     EXPECT_TRUE(rs::detail::plan_holds(q));
@@ -1365,10 +1368,25 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
             // No tile kept that a CTA does not have; the stashes of the CTAs an SM runs fit it.
             EXPECT_GE(p.stash_tiles, 0);
             EXPECT_LE(p.stash_tiles, std::max<std::int64_t>(0, share - in_registers));
+            const std::int64_t half_bytes = std::int64_t{k.bytes} * k.threads_per_cta;  // dy's
             const std::int64_t per_cta = p.stash_tiles * rs::detail::stash_tile_bytes(k, tensors) +
-                                         rs::detail::cta_smem_reserve;
+                                         p.stash_halves * half_bytes + rs::detail::cta_smem_reserve;
             EXPECT_LE(per_cta * per_sm, d.shared_bytes_per_sm);
             EXPECT_LE(per_cta, d.shared_bytes_per_cta);
+            // Half tiles (dy kept, y read again): backward, beyond the whole tiles the stash
+            // holds, as many as the rest of it holds (none where a CTA holds its share).
+            const std::int64_t budget =
+                std::min<std::int64_t>(d.shared_bytes_per_sm / per_sm, d.shared_bytes_per_cta) -
+                rs::detail::cta_smem_reserve;
+            const std::int64_t halves =
+                dir == rs::direction::backward
+                    ? std::max<std::int64_t>(
+                          0, (budget - p.stash_tiles * rs::detail::stash_tile_bytes(k, tensors)) /
+                                 half_bytes)
+                    : 0;
+            EXPECT_EQ(
+                p.stash_halves,
+                std::min(halves, std::max<std::int64_t>(0, share - in_registers - p.stash_tiles)));
             const int most = d.compute_capability >= 90 ? d.max_cluster_size : 1;
             // Forward CTAs stash at most one tile, and only what their registers do not hold:
             // as many CTAs as without a stash.

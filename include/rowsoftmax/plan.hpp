@@ -97,8 +97,9 @@ struct plan {
                                      ///< (grid = row_groups * split_ctas)
   int stash_tiles = 0;               ///< streaming, split: tiles a CTA keeps in shared memory
                                      ///< between the passes
-  int stash_halves = 0;              ///< split backward: tiles, besides `stash_tiles`, of which a
-                                     ///< CTA keeps dy alone in shared memory, reading y again
+  int stash_halves = 0;              ///< streaming, split, backward: tiles, besides
+                                     ///< `stash_tiles`, of which a CTA keeps dy alone in shared
+                                     ///< memory, reading y again
   std::int64_t workspace_bytes = 0;  ///< bytes of workspace the plan needs (split, staged split)
   bool workspace_in_output = false;  ///< split, staged split planned without a workspace: the
                                      ///< launcher keeps the `workspace_bytes` in the output's
@@ -508,15 +509,15 @@ constexpr int stash_capacity(kernel_config const& c, int tensors, std::size_t el
                           stash_tile_bytes(c, tensors));
 }
 
-/// Shared memory one half tile of a backward split CTA takes in its stash (plan::stash_halves):
-/// dy's part of every thread's fragment.
+/// Shared memory one half tile of a backward streaming or split CTA takes in its stash
+/// (plan::stash_halves): dy's part of every thread's fragment.
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_half_bytes(kernel_config const& c) noexcept {
   return std::int64_t{c.bytes} * c.threads_per_cta;
 }
 
-/// Half tiles (dy alone) a backward split CTA of configuration `c` keeps beside `stash_tiles`
-/// whole ones: what its stash_budget holds beyond them. At two CTAs an SM on the H200 a CTA's
-/// 112 KB hold one tile of 68 KB and the dy of another (32 KB).
+/// Half tiles (dy alone) a backward streaming or split CTA of configuration `c` keeps beside
+/// `stash_tiles` whole ones: what its stash_budget holds beyond them. At two CTAs an SM on the H200
+/// a CTA's 112 KB hold one tile of 68 KB and the dy of another (32 KB).
 constexpr int stash_half_capacity(kernel_config const& c, std::size_t elem_size, int stash_tiles,
                                   device_limits const& limits) noexcept {
   const std::int64_t left =
@@ -596,6 +597,12 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
                  : make_plan(streaming_cluster_config, layout, rows, windows, elem_size,
                              static_cast<int>(n));
   p.stash_tiles = streaming_stash_tiles(dir, p, elem_size, limits);
+  // Backward CTAs whose shares exceed what they hold keep the dy of a tile or so more where
+  // their stash leaves room (as split CTAs do, make_split_plan).
+  if (dir == direction::backward)
+    p.stash_halves = stashed_tiles(
+        ceil_div(row_tiles(p), p.cluster_size), in_registers + p.stash_tiles,
+        stash_half_capacity(kernel_configs[p.config], elem_size, p.stash_tiles, limits));
   return p;
 }
 
@@ -756,14 +763,16 @@ constexpr bool streams_partly_twice(plan const& p, direction dir, std::int64_t r
 }
 
 /// Whether plan `p` can run its rows: a known configuration, a cluster within 16, groups (split,
-/// staged split) that match the grid, half tiles in the stash (stash_halves) only where split,
-/// and (but for streaming and split) the row within its threads' slots (staged split: of its
-/// split CTAs).
+/// staged split) that match the grid, half tiles in the stash (stash_halves) only where
+/// streaming or split, and (but for streaming and split) the row within its threads' slots
+/// (staged split: of its split CTAs).
 constexpr bool plan_holds(plan const& p) noexcept {
   if (p.config < 0 || p.config >= num_kernel_configs) return false;
   kernel_config const& c = kernel_configs[p.config];
   if (p.cluster_size < 1 || p.cluster_size > (c.clustered ? max_cluster_size : 1)) return false;
-  if (p.stash_halves < 0 || (p.stash_halves > 0 && c.algo != algorithm::split)) return false;
+  if (p.stash_halves < 0 ||
+      (p.stash_halves > 0 && c.algo != algorithm::split && c.algo != algorithm::streaming))
+    return false;
   if (splits(c) && !(p.split_ctas >= 1 && p.row_groups >= 1 && p.stash_tiles >= 0 &&
                      p.grid_ctas == std::int64_t{p.split_ctas} * p.row_groups))
     return false;

@@ -323,7 +323,7 @@ cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std
     if (splits(kernel_configs[p.config])) {
       with_workspace = false;  // stream instead
       layout.out_of_place = false;
-    } else if (p.stash_tiles > 0) {
+    } else if (p.stash_tiles > 0 || p.stash_halves > 0) {
       limits.shared_bytes_per_sm = 0;  // stream without a stash
     } else if (p.cluster_size > 1) {
       limits.max_cluster_size = p.cluster_size - 1;
@@ -404,7 +404,7 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
                           exact_divisor(static_cast<unsigned>(p.cluster_size))};
       lc.dynamicSmemBytes = dynamic_smem_bytes<Op>(p);  // 0 but streaming and staged
       if constexpr (kernel_configs[C].algo == algorithm::streaming) {
-        return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, c, p.stash_tiles);
+        return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a, c, p.stash_tiles, p.stash_halves);
       } else if constexpr (kernel_configs[C].tiled) {
         return cudaLaunchKernelEx(&lc, kernel_ptr<Op, V, C>(), a);
       } else {
@@ -417,9 +417,9 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
 /// Launches any configuration `p` names for `a` (tests and benchmarks force plans through
 /// it). Refuses (cudaErrorInvalidValue) a plan that does not match the arguments: a vector
 /// width or alignment the pointers do not allow, a tiled configuration for rows that are not
-/// contiguous, too little capacity, half tiles in the stash (plan::stash_halves) but for a
-/// backward split, a split plan of more meetings a group than its counter counts, or a
-/// configuration without a kernel for the op (the staged ones backward, the hinted split one
+/// contiguous, too little capacity, half tiles in the stash (plan::stash_halves) but for
+/// backward streaming or split, a split plan of more meetings a group than its counter counts,
+/// or a configuration without a kernel for the op (the staged ones backward, the hinted split one
 /// forward); and
 /// (cudaErrorInvalidConfiguration) a cluster, stash or split the device cannot run.
 template <class Op, std::size_t N>
@@ -434,11 +434,13 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
   const std::int64_t windows =
       row_windows(kernel_configs[p.config], {p.vec, p.shifted, layout.contiguous}, a.cols);
   plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem, p.cluster_size);
-  if (p.stash_halves != 0 && !(q.algo == algorithm::split && Op::tensors == 2))
-    return cudaErrorInvalidValue;  // half tiles: backward split CTAs only
+  if (p.stash_halves != 0 &&
+      !((q.algo == algorithm::streaming || q.algo == algorithm::split) && Op::tensors == 2))
+    return cudaErrorInvalidValue;  // half tiles: backward streaming and split CTAs only
   if (q.algo == algorithm::streaming) {
     if (p.stash_tiles < 0) return cudaErrorInvalidValue;
     q.stash_tiles = p.stash_tiles;
+    q.stash_halves = p.stash_halves;
   }
   if (splits(kernel_configs[q.config])) {
     if (p.row_groups < 1 || p.row_groups > a.rows || p.split_ctas < 1 || p.stash_tiles < 0)

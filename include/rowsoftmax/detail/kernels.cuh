@@ -271,7 +271,7 @@ struct stash {
 /// A CTA's share of a row, tiles [t0, t1) of `tile` windows, in the two passes of the streaming
 /// and split kernels. `load` reads each tile into `f` and folds it into the CTA's partial,
 /// keeping the first `stash_tiles` in shared memory, the dy of the next `halves` there too
-/// (backward split, plan::stash_halves) and the last in registers (see keeps_last_tile);
+/// (backward, plan::stash_halves) and the last in registers (see keeps_last_tile);
 /// `store`, given the row's total, writes them last first: the last from registers, the stashed
 /// ones from shared memory (the half tiles' y read again), the others read again (the most
 /// recently read first, so that they come from L2; in the split kernel, with L2 hints where
@@ -504,7 +504,8 @@ struct tile_share {
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))
-    streaming_kernel(typename Op::args const a, cluster_arg const c, int const stash_tiles) {
+    streaming_kernel(typename Op::args const a, cluster_arg const c, int const stash_tiles,
+                     int const stash_halves) {
   using shape = kernel_shape<Op, V, Config>;
   using share = tile_share<Op, V, Config>;
   const int cluster = shape::config.clustered ? c.size : 1;
@@ -520,9 +521,10 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   const std::int64_t t1 = share::first(tiles, cta_rank + 1, cluster);
 
   typename shape::fragment f;
-  const partial acc = share::template load<false>(a, w, t0, t1, stash_tiles, 0, f, stashed);
+  const partial acc =
+      share::template load<false>(a, w, t0, t1, stash_tiles, stash_halves, f, stashed);
   const partial total = shape::exchange::allreduce(acc, smem, shape::warps_per_row, cluster);
-  share::template store<false, false>(a, w, t0, t1, stash_tiles, 0, f, stashed, total);
+  share::template store<false, false>(a, w, t0, t1, stash_tiles, stash_halves, f, stashed, total);
 }
 
 /// A CTA's partial in a split workspace: each float in the low half of a word of 8 bytes whose
