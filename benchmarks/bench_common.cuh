@@ -150,9 +150,9 @@ inline const char* dtype_name<__nv_bfloat16>() {
   return "bf16";
 }
 
-/// A kernel configuration (and cluster size) to use instead of the launcher's choice; or, for
-/// the launchers given a workspace whose plan is split (config -1), that plan with some of its
-/// fields overridden (each -1 where not).
+/// A kernel configuration (and cluster size) to use instead of the launcher's choice; or (config
+/// -1) the launcher's plan, where it is split or streaming, with some of its fields overridden
+/// (each -1 where not; groups, ctas and hinted split plans only).
 struct forced_config {
   int config = -1;  ///< -1: none
   int cluster = 1;
@@ -161,7 +161,7 @@ struct forced_config {
   int ctas = -1;    ///< split: CTAs a row
   int halves = -1;  ///< split backward: tiles of which a CTA keeps dy alone (plan::stash_halves)
   int hinted = -1;  ///< split backward: 1 the hinted split configuration, 0 the split one
-  bool overrides_split() const {
+  bool overrides_plan() const {
     return config < 0 && (stash >= 0 || groups >= 0 || ctas >= 0 || halves >= 0 || hinted >= 0);
   }
 };
@@ -183,9 +183,11 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   } else {
     check(softmax_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, &pl, workspace), "plan");
   }
-  if (forced.overrides_split()) {
-    if (pl.algo != algorithm::split || pl.workspace_in_output) {
-      state.SkipWithError("split overrides for a plan that is not split with a workspace");
+  if (forced.overrides_plan()) {
+    const bool split = pl.algo == algorithm::split && !pl.workspace_in_output;
+    if (!(split || (pl.algo == algorithm::streaming && forced.groups < 0 && forced.ctas < 0 &&
+                    forced.hinted < 0))) {
+      state.SkipWithError("overrides for a plan they do not apply to");
       return;
     }
     if (forced.groups >= 0 || forced.ctas >= 0)
@@ -217,7 +219,7 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   const detail::tensor_arg fwd_t[] = {{a, cols, false}, {b, cols, true}};
   const detail::tensor_arg bwd_t[] = {{a, cols, false}, {b, cols, false}, {c, cols, true}};
   const auto launch = [&] {
-    if (forced.config >= 0 || forced.overrides_split())
+    if (forced.config >= 0 || forced.overrides_plan())
       return dir == direction::forward
                  ? detail::run<detail::forward_op<T>>(pl, fwd_t, {a, cols, b, cols, rows, cols},
                                                       nullptr, ws, ws_bytes)
@@ -232,7 +234,7 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   };
   // A forced plan the dispatcher refuses (a probe's override that does not fit the call or the
   // device) skips this benchmark rather than ending the run.
-  if (forced.config >= 0 || forced.overrides_split()) {
+  if (forced.config >= 0 || forced.overrides_plan()) {
     const cudaError_t e = launch();
     if (e != cudaSuccess) {
       state.SkipWithError(cudaGetErrorString(e));
@@ -263,7 +265,7 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   }
   r = {dir == direction::forward ? "forward" : "backward",
        dtype_name<T>(),
-       to_string(pl) + (forced.config >= 0 || forced.overrides_split() ? " [forced]" : "") +
+       to_string(pl) + (forced.config >= 0 || forced.overrides_plan() ? " [forced]" : "") +
            (queued ? " [queued]" : ""),
        rows,
        cols,
@@ -293,9 +295,10 @@ void register_timed(std::string const& name, F&& body) {
 /// "dir:dtype:rows:cols:config[:cluster[:stash]][:key=value...]" (dir fwd or bwd; config -1: the
 /// planned call, -2: the planned call given a workspace; not the split configurations, which
 /// need one; stash: the tiles a streaming CTA keeps in shared memory, by default what the planner
-/// gives that many CTAs; the keys, for a config of -2 whose plan is split: groups, ctas, stash,
-/// halves and hinted, which override the plan's row groups, CTAs a row, stashed tiles, half tiles
-/// and (1 or 0) hinted configuration), separated by spaces or commas, each registered as
+/// gives that many CTAs; the keys, for a config of -1 or -2 whose plan is split (with a
+/// workspace) or streaming: stash and halves, which override the plan's stashed tiles and half
+/// tiles, and for split plans groups, ctas and hinted, its row groups, CTAs a row and (1 or 0)
+/// hinted configuration), separated by spaces or commas, each registered as
 /// "probe/<direction>/<dtype>/rows:R/cols:C/config:CxN[/stash:S][/key:value...]" and run through
 /// that configuration, so that configurations the planner does not pick can be timed without a
 /// rebuild. Malformed entries are reported and skipped.
@@ -339,7 +342,7 @@ void register_probes() {
         continue;
       }
       const std::string key = fields[i].substr(0, eq);
-      ok = number(fields[i].substr(eq + 1), &v) && v >= 0 && v <= 1 << 20 && config == -2;
+      ok = number(fields[i].substr(eq + 1), &v) && v >= 0 && v <= 1 << 20 && config < 0;
       int* slot = key == "groups"   ? &forced.groups
                   : key == "ctas"   ? &forced.ctas
                   : key == "stash"  ? &forced.stash
