@@ -298,7 +298,7 @@ void register_timed(std::string const& name, F&& body) {
 /// gives that many CTAs; the keys, for a config of -1 or -2 whose plan is split (with a
 /// workspace) or streaming: stash and halves, which override the plan's stashed tiles and half
 /// tiles, and for split plans groups, ctas and hinted, its row groups, CTAs a row and (1 or 0)
-/// hinted configuration), separated by spaces or commas, each registered as
+/// hinted configuration), separated by spaces, commas or newlines, each registered as
 /// "probe/<direction>/<dtype>/rows:R/cols:C/config:CxN[/stash:S][/key:value...]" and run through
 /// that configuration, so that configurations the planner does not pick can be timed without a
 /// rebuild. Malformed entries are reported and skipped.
@@ -308,7 +308,7 @@ void register_probes() {
   if (env == nullptr) return;
   std::string list = env;
   for (char& ch : list)
-    if (ch == ',') ch = ' ';
+    if (ch == ',' || ch == '\n' || ch == '\t') ch = ' ';
   std::size_t at = 0;
   while (at < list.size()) {
     const std::size_t end = std::min(list.find(' ', at), list.size());
