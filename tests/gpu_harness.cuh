@@ -40,16 +40,26 @@ inline ::testing::AssertionResult cuda_ok(cudaError_t e, const char* what) {
 }
 #define ROWSOFTMAX_CUDA_OK(expr) ASSERT_TRUE(::rowsoftmax::test::cuda_ok((expr), #expr))
 
-/// Runs f(begin, end) over [0, n) on all host cores.
-inline void parallel_rows(std::int64_t n,
-                          std::function<void(std::int64_t, std::int64_t)> const& f) {
-  const std::int64_t workers = std::max<std::int64_t>(
-      1, std::min<std::int64_t>(std::thread::hardware_concurrency(), n / 4 + 1));
+/// Runs f(begin, end) over [0, n) on the host's cores, one contiguous range a core, each of at
+/// least `grain` items (fewer threads for little work; none but the caller's for one range).
+inline void parallel_rows(std::int64_t n, std::function<void(std::int64_t, std::int64_t)> const& f,
+                          std::int64_t grain = 1) {
+  const std::int64_t workers =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(std::thread::hardware_concurrency(),
+                                                       n / std::max<std::int64_t>(grain, 1)));
+  if (workers == 1) {
+    if (n > 0) f(0, n);
+    return;
+  }
   std::vector<std::thread> pool;
   const std::int64_t chunk = (n + workers - 1) / workers;
   for (std::int64_t b = 0; b < n; b += chunk) pool.emplace_back(f, b, std::min(n, b + chunk));
   for (auto& t : pool) t.join();
 }
+
+/// Elements a host chunk takes (fill_random, compare's check outside the rows): the chunks, and
+/// so the data and the first error reported, do not depend on the host's cores.
+inline constexpr std::int64_t host_chunk = std::int64_t{1} << 20;
 
 template <class T>
 struct device_buffer {
@@ -120,10 +130,19 @@ bool same_bits(T a, T b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
-/// Random data for a whole buffer (rows and padding alike).
+/// Random data for a whole buffer (rows and padding alike): chunk c of host_chunk elements from
+/// its own stream, seeded by one draw of `g` and c, the chunks filled on all host cores.
 template <class T>
 void fill_random(std::vector<T>& v, rng& g, double lo, double hi) {
-  for (auto& e : v) e = dtype<T>::from_double(lo + (hi - lo) * g.uniform());
+  const std::uint64_t seed = g.next();
+  const std::int64_t n = static_cast<std::int64_t>(v.size());
+  parallel_rows((n + host_chunk - 1) / host_chunk, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      rng chunk(seed ^ (static_cast<std::uint64_t>(c) * 0xD1B54A32D192ED03ull));
+      for (std::int64_t i = c * host_chunk; i < std::min(n, (c + 1) * host_chunk); ++i)
+        v[static_cast<std::size_t>(i)] = dtype<T>::from_double(lo + (hi - lo) * chunk.uniform());
+    }
+  });
 }
 
 /// Overwrites row `r` of `buf` according to the special-value cycle.
@@ -172,66 +191,97 @@ std::string compare(
     std::function<void(std::int64_t, std::vector<double>&, std::vector<double>&)> const& ref_row,
     bool softmax_rows) {
   std::vector<std::string> errors(static_cast<std::size_t>(s.rows));
-  parallel_rows(s.rows, [&](std::int64_t r0, std::int64_t r1) {
-    std::vector<double> ref(static_cast<std::size_t>(s.cols)),
-        scale(static_cast<std::size_t>(s.cols));
-    for (std::int64_t r = r0; r < r1; ++r) {
-      ref_row(r, ref, scale);
-      const std::int64_t base = offset + r * stride;
-      double err2 = 0, ref2 = 0, scale2 = 0, sum = 0;
-      bool finite_row = true;
-      for (std::int64_t j = 0; j < s.cols; ++j) {
-        const double o = dtype<T>::to_double(out[static_cast<std::size_t>(base + j)]);
-        const double e = ref[static_cast<std::size_t>(j)];
-        if (std::isnan(e) || std::isnan(o)) {
-          if (std::isnan(e) != std::isnan(o)) {
-            std::ostringstream m;
-            m << "row " << r << " col " << j << ": got " << o << ", reference " << e;
-            errors[static_cast<std::size_t>(r)] = m.str();
-            break;
+  // At least a quarter million elements of rows a thread.
+  const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t{1} << 18) / s.cols);
+  parallel_rows(
+      s.rows,
+      [&](std::int64_t r0, std::int64_t r1) {
+        std::vector<double> ref(static_cast<std::size_t>(s.cols)),
+            scale(static_cast<std::size_t>(s.cols));
+        for (std::int64_t r = r0; r < r1; ++r) {
+          ref_row(r, ref, scale);
+          const std::int64_t base = offset + r * stride;
+          double err2 = 0, ref2 = 0, scale2 = 0, sum = 0;
+          bool finite_row = true;
+          for (std::int64_t j = 0; j < s.cols; ++j) {
+            const double o = dtype<T>::to_double(out[static_cast<std::size_t>(base + j)]);
+            const double e = ref[static_cast<std::size_t>(j)];
+            if (std::isnan(e) || std::isnan(o)) {
+              if (std::isnan(e) != std::isnan(o)) {
+                std::ostringstream m;
+                m << "row " << r << " col " << j << ": got " << o << ", reference " << e;
+                errors[static_cast<std::size_t>(r)] = m.str();
+                break;
+              }
+              finite_row = false;
+              continue;
+            }
+            const double bound =
+                tolerance<T>::rel * scale[static_cast<std::size_t>(j)] + tolerance<T>::abs;
+            if (!(std::abs(o - e) <= bound)) {
+              std::ostringstream m;
+              m << "row " << r << " col " << j << ": got " << o << ", reference " << e << " (bound "
+                << bound << ")";
+              errors[static_cast<std::size_t>(r)] = m.str();
+              break;
+            }
+            err2 += (o - e) * (o - e);
+            ref2 += e * e;
+            scale2 += scale[static_cast<std::size_t>(j)] * scale[static_cast<std::size_t>(j)];
+            sum += o;
           }
-          finite_row = false;
-          continue;
+          if (!errors[static_cast<std::size_t>(r)].empty()) continue;
+          // Normwise, tighter than the element bound: rounding errors average out over a row.
+          if (std::sqrt(err2) > tolerance<T>::norm * std::sqrt(scale2) +
+                                    tolerance<T>::abs * std::sqrt(double(s.cols))) {
+            std::ostringstream m;
+            m << "row " << r << ": normwise error " << std::sqrt(err2) << " against ||scale|| "
+              << std::sqrt(scale2) << " (||ref|| " << std::sqrt(ref2) << ")";
+            errors[static_cast<std::size_t>(r)] = m.str();
+          } else if (softmax_rows && finite_row &&
+                     std::abs(sum - 1.0) >
+                         tolerance<T>::row_sum + double(s.cols) * tolerance<T>::abs) {
+            std::ostringstream m;
+            m << "row " << r << ": sums to " << sum;
+            errors[static_cast<std::size_t>(r)] = m.str();
+          }
         }
-        const double bound =
-            tolerance<T>::rel * scale[static_cast<std::size_t>(j)] + tolerance<T>::abs;
-        if (!(std::abs(o - e) <= bound)) {
-          std::ostringstream m;
-          m << "row " << r << " col " << j << ": got " << o << ", reference " << e << " (bound "
-            << bound << ")";
-          errors[static_cast<std::size_t>(r)] = m.str();
+      },
+      grain);
+  for (auto const& e : errors)
+    if (!e.empty()) return e;
+  // Every element outside the rows keeps its bytes: element i lies in row (i - offset) / stride
+  // at column (i - offset) % stride (strides are at least cols; one row: any stride), tracked
+  // element by element from each chunk's first. The first written element of each chunk, the
+  // first over all reported.
+  if (s.rows > 1 && stride < s.cols) return "rows overlap: stride below cols";
+  const std::int64_t n = static_cast<std::int64_t>(out.size());
+  const std::int64_t row_step = s.rows > 1 ? stride : n + 1;
+  const std::int64_t chunks = (n + host_chunk - 1) / host_chunk;
+  std::vector<std::int64_t> written(static_cast<std::size_t>(chunks), -1);
+  parallel_rows(chunks, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const std::int64_t first = c * host_chunk, last = std::min(n, first + host_chunk);
+      const std::int64_t k = first - offset;  // before the first row where negative
+      std::int64_t r = k >= 0 ? k / row_step : -1, j = k >= 0 ? k % row_step : k;
+      for (std::int64_t i = first; i < last; ++i) {
+        const bool in_row = r >= 0 && r < s.rows && j < s.cols;
+        if (!in_row &&
+            !same_bits(out[static_cast<std::size_t>(i)], untouched[static_cast<std::size_t>(i)])) {
+          written[static_cast<std::size_t>(c)] = i;
           break;
         }
-        err2 += (o - e) * (o - e);
-        ref2 += e * e;
-        scale2 += scale[static_cast<std::size_t>(j)] * scale[static_cast<std::size_t>(j)];
-        sum += o;
-      }
-      if (!errors[static_cast<std::size_t>(r)].empty()) continue;
-      // Normwise, tighter than the element bound: rounding errors average out over a row.
-      if (std::sqrt(err2) >
-          tolerance<T>::norm * std::sqrt(scale2) + tolerance<T>::abs * std::sqrt(double(s.cols))) {
-        std::ostringstream m;
-        m << "row " << r << ": normwise error " << std::sqrt(err2) << " against ||scale|| "
-          << std::sqrt(scale2) << " (||ref|| " << std::sqrt(ref2) << ")";
-        errors[static_cast<std::size_t>(r)] = m.str();
-      } else if (softmax_rows && finite_row &&
-                 std::abs(sum - 1.0) > tolerance<T>::row_sum + double(s.cols) * tolerance<T>::abs) {
-        std::ostringstream m;
-        m << "row " << r << ": sums to " << sum;
-        errors[static_cast<std::size_t>(r)] = m.str();
+        if (++j == row_step) {
+          j = 0;
+          ++r;
+        } else if (j == 0) {
+          r = 0;  // element i + 1 is the first row's first
+        }
       }
     }
   });
-  for (auto const& e : errors)
-    if (!e.empty()) return e;
-  // Every element outside the rows keeps its bytes.
-  std::vector<bool> in_row(out.size(), false);
-  for (std::int64_t r = 0; r < s.rows; ++r)
-    for (std::int64_t j = 0; j < s.cols; ++j)
-      in_row[static_cast<std::size_t>(offset + r * stride + j)] = true;
-  for (std::size_t i = 0; i < out.size(); ++i)
-    if (!in_row[i] && !same_bits(out[i], untouched[i])) {
+  for (std::int64_t i : written)
+    if (i >= 0) {
       std::ostringstream m;
       m << "element " << i << " outside the rows was written";
       return m.str();
@@ -400,24 +450,33 @@ void check_backward(shape const& s, std::uint64_t seed, fill kind = fill::random
   fill_random(dy, g, -1.0, 1.0);
   fill_random(y, g, 0.0, 1.0);
   {
-    std::vector<double> logits(static_cast<std::size_t>(s.cols)), prob(logits.size());
-    for (std::int64_t r = 0; r < s.rows; ++r) {
-      for (auto& l : logits) l = g.uniform() * 16 - 8;
-      if (kind == fill::special && r % 4 == 1)
-        logits[static_cast<std::size_t>(g.below(s.cols))] =
-            -std::numeric_limits<double>::infinity();
-      reference_forward(logits.data(), prob.data(), s.cols);
-      for (std::int64_t j = 0; j < s.cols; ++j)
-        y[static_cast<std::size_t>(s.in_offset + r * in_s + j)] =
-            dtype<T>::from_double(prob[static_cast<std::size_t>(j)]);
-      if (kind == fill::special && r % 4 == 2)
-        dy[static_cast<std::size_t>(s.in_offset + r * in_s + g.below(s.cols))] =
-            dtype<T>::from_double(std::numeric_limits<double>::quiet_NaN());
-      if (kind == fill::special && r % 4 == 3)
-        for (std::int64_t j = 0; j < s.cols; ++j)
-          dy[static_cast<std::size_t>(s.in_offset + r * in_s + j)] =
-              dtype<T>::from_double(1e4 * (g.uniform() - 0.5));
-    }
+    // Each row from its own stream (one draw of `g` a row), the rows on all host cores.
+    std::vector<std::uint64_t> row_seeds(static_cast<std::size_t>(s.rows));
+    for (auto& seed : row_seeds) seed = g.next();
+    parallel_rows(
+        s.rows,
+        [&](std::int64_t r0, std::int64_t r1) {
+          std::vector<double> logits(static_cast<std::size_t>(s.cols)), prob(logits.size());
+          for (std::int64_t r = r0; r < r1; ++r) {
+            rng gr(row_seeds[static_cast<std::size_t>(r)]);
+            for (auto& l : logits) l = gr.uniform() * 16 - 8;
+            if (kind == fill::special && r % 4 == 1)
+              logits[static_cast<std::size_t>(gr.below(s.cols))] =
+                  -std::numeric_limits<double>::infinity();
+            reference_forward(logits.data(), prob.data(), s.cols);
+            for (std::int64_t j = 0; j < s.cols; ++j)
+              y[static_cast<std::size_t>(s.in_offset + r * in_s + j)] =
+                  dtype<T>::from_double(prob[static_cast<std::size_t>(j)]);
+            if (kind == fill::special && r % 4 == 2)
+              dy[static_cast<std::size_t>(s.in_offset + r * in_s + gr.below(s.cols))] =
+                  dtype<T>::from_double(std::numeric_limits<double>::quiet_NaN());
+            if (kind == fill::special && r % 4 == 3)
+              for (std::int64_t j = 0; j < s.cols; ++j)
+                dy[static_cast<std::size_t>(s.in_offset + r * in_s + j)] =
+                    dtype<T>::from_double(1e4 * (gr.uniform() - 0.5));
+          }
+        },
+        std::max<std::int64_t>(1, (std::int64_t{1} << 18) / s.cols));
   }
   std::vector<T> dx_init =
       s.in_place ? dy : std::vector<T>(buffer_elems<T>(s.out_offset, out_s, s), poison<T>());
