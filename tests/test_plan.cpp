@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -992,6 +993,57 @@ TEST(Plan, HalfTilesOnlyInStreamingAndSplitPlans) {
     q.stash_halves = 1;
     EXPECT_FALSE(rs::detail::plan_holds(q));
   }
+}
+
+// On devices of any size and shared memory (random, with and without clusters), every plan
+// holds its rows, and a streaming or split plan's stash (whole tiles, then half tiles) fits the
+// shared memory of the CTAs an SM runs and of one CTA; half tiles only backward.
+TEST(Plan, StashesFitTheSharedMemoryOfAnyDevice) {
+  std::mt19937_64 g(20261204);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return lo + static_cast<std::int64_t>(g() % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  int halves = 0;
+  for (int i = 0; i < 100000; ++i) {
+    rs::device_limits d;
+    d.sm_count = static_cast<int>(pick(1, 200));
+    d.compute_capability = pick(0, 1) ? 90 : 80;
+    d.max_cluster_size = static_cast<int>(pick(1, 16));
+    d.shared_bytes_per_sm = static_cast<int>(pick(48, 232) * 1024);
+    d.shared_bytes_per_cta = static_cast<int>(
+        std::min<std::int64_t>(d.shared_bytes_per_sm - 1024, pick(48, 227) * 1024));
+    if (pick(0, 1))
+      for (int& n : d.clusters_at_two_an_sm) n = 0;
+    const std::size_t elem = pick(0, 2) == 0 ? 4 : 2;
+    const int vec = pick(0, 3) == 0 ? 1 : static_cast<int>(16 / elem);
+    const rs::row_layout layout{vec, vec > 1 && pick(0, 1) == 1, pick(0, 1) == 1, pick(0, 1) == 1};
+    const std::int64_t cols =
+        pick(0, 3) == 0 ? pick(1, std::int64_t{1} << 20) : pick(1 << 17, std::int64_t{1} << 25);
+    const std::int64_t rows = pick(0, 2) == 0 ? pick(1, 16) : pick(1, 2000);
+    const auto dir = pick(0, 1) ? rs::direction::forward : rs::direction::backward;
+    const rs::plan p = rs::plan_for(dir, rows, cols, elem, layout, d, pick(0, 1) == 1);
+    SCOPED_TRACE("sms=" + std::to_string(d.sm_count) +
+                 " smem=" + std::to_string(d.shared_bytes_per_sm) + "/" +
+                 std::to_string(d.shared_bytes_per_cta) + " elem=" + std::to_string(elem) +
+                 " vec=" + std::to_string(vec) + " rows=" + std::to_string(rows) +
+                 " cols=" + std::to_string(cols) + " " + rs::to_string(p));
+    ASSERT_TRUE(rs::detail::plan_holds(p));
+    auto const& k = kernel_configs[p.config];
+    const int tensors = rs::detail::tensors_of(dir);
+    ASSERT_GE(p.stash_tiles, 0);
+    ASSERT_GE(p.stash_halves, 0);
+    if (p.stash_halves > 0) {
+      ++halves;
+      ASSERT_EQ(dir, rs::direction::backward);
+      ASSERT_TRUE(p.algo == algorithm::split || p.algo == algorithm::streaming);
+    }
+    if (p.algo != algorithm::split && p.algo != algorithm::streaming) continue;
+    const std::int64_t per_cta = p.stash_tiles * rs::detail::stash_tile_bytes(k, tensors) +
+                                 p.stash_halves * std::int64_t{k.bytes} * k.threads_per_cta + 2048;
+    ASSERT_LE(per_cta, d.shared_bytes_per_cta);
+    ASSERT_LE(per_cta * rs::detail::ctas_per_sm(k, tensors, elem), d.shared_bytes_per_sm);
+  }
+  EXPECT_GT(halves, 1000);
 }
 
 // A staged split plan on the H200: groups of CTAs of 32 KB (6 an SM, all resident) that hold a
