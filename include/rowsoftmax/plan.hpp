@@ -547,6 +547,18 @@ constexpr int stashed_tiles(std::int64_t share, int in_registers, int capacity) 
   return static_cast<int>(rest < 0 ? 0 : rest < capacity ? rest : capacity);
 }
 
+/// Half tiles (plan::stash_halves) each CTA of the streaming or split plan `p` keeps, its whole
+/// stashed tiles set: backward CTAs whose shares of `share` tiles exceed what they hold (the
+/// `in_registers` tile and `p.stash_tiles`) keep the dy of the next ones where their stash
+/// leaves room (stash_half_capacity), so that they read only y of those again; forward none.
+constexpr int stashed_halves(direction dir, plan const& p, std::int64_t share, int in_registers,
+                             std::size_t elem_size, device_limits const& limits) noexcept {
+  if (dir != direction::backward) return 0;
+  return stashed_tiles(
+      share, in_registers + p.stash_tiles,
+      stash_half_capacity(kernel_configs[p.config], elem_size, p.stash_tiles, limits));
+}
+
 /// Tiles a streaming CTA of configuration `c` may stash: what its shared memory holds
 /// (stash_capacity), forward at most one. On the H200 (benchmarks/TUNING.md, note 65) forward CTAs
 /// of one stashed tile read rows longer than 16 CTAs hold 0-7 points faster than without a
@@ -597,12 +609,8 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
                  : make_plan(streaming_cluster_config, layout, rows, windows, elem_size,
                              static_cast<int>(n));
   p.stash_tiles = streaming_stash_tiles(dir, p, elem_size, limits);
-  // Backward CTAs whose shares exceed what they hold keep the dy of a tile or so more where
-  // their stash leaves room (as split CTAs do, make_split_plan).
-  if (dir == direction::backward)
-    p.stash_halves = stashed_tiles(
-        ceil_div(row_tiles(p), p.cluster_size), in_registers + p.stash_tiles,
-        stash_half_capacity(kernel_configs[p.config], elem_size, p.stash_tiles, limits));
+  p.stash_halves = stashed_halves(dir, p, ceil_div(row_tiles(p), p.cluster_size), in_registers,
+                                  elem_size, limits);
   return p;
 }
 
@@ -666,11 +674,7 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const std::int64_t ctas = ctas_of(best_groups);
   p = with_groups(p, best_groups, ctas);
   p.stash_tiles = stashed_tiles(ceil_div(tiles, ctas), in_registers, stash);
-  // Backward CTAs whose shares exceed what they hold keep the dy of one more tile or so where
-  // their stash leaves room (stash_half_capacity), so that they read only y of it again.
-  if (dir == direction::backward)
-    p.stash_halves = stashed_tiles(ceil_div(tiles, ctas), in_registers + p.stash_tiles,
-                                   stash_half_capacity(c, elem_size, p.stash_tiles, limits));
+  p.stash_halves = stashed_halves(dir, p, ceil_div(tiles, ctas), in_registers, elem_size, limits);
   // Backward rows of which at least 7/8 of a group's CTAs read a tile twice: the hinted kernel,
   // the same configuration but for its hints (hinted_split_config). On the H200 (rows*cols =
   // 2^27, one group of 264 CTAs, each holding two tiles) hinted bf16 and fp16 rows of 2^24
