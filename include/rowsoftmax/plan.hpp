@@ -622,7 +622,7 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
 /// share twice. The groups minimise rounds x (the tile transfers of a CTA a round - loads,
 /// stores, second loads - plus the meeting's cost); they count half tiles as read twice whole
 /// (on the H200 more backward groups, each CTA reading more twice, ran slower than the cost
-/// said, README "Tuning notes" 46 (c): half tiles counted as half a transfer would take more
+/// said, benchmarks/TUNING.md, note 46 (c): half tiles counted as half a transfer would take more
 /// groups at 296 of 1096 backward shapes of 300000-2^24 columns). Most rows count the average CTA
 /// and one transfer for the meeting, so rows that fit on chip are read once. The fp32 forward,
 /// whose second reads come from L2 (hints_second_reads), counts the mean of the average and the
