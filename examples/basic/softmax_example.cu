@@ -100,6 +100,7 @@ int run(std::int64_t rows, std::int64_t cols, bool workspace) {
     // The whole API: one call, asynchronous on the given stream, returns cudaError_t.
     CHECK(rowsoftmax::softmax_forward(d_x.ptr, d_y.ptr, rows, cols, /*stream=*/nullptr));
     CHECK(rowsoftmax::softmax_backward(d_dy.ptr, d_y.ptr, d_dx.ptr, rows, cols, nullptr));
+    CHECK(cudaDeviceSynchronize());
   } else {
     // CUB's convention: a null workspace asks for its size; then the call with one. One
     // allocation serves both directions (a workspace holds nothing between calls, but two calls
@@ -122,7 +123,6 @@ int run(std::int64_t rows, std::int64_t cols, bool workspace) {
     cudaFree(ws);
     CHECK(err);
   }
-  CHECK(cudaDeviceSynchronize());
   CHECK(cudaMemcpy(y.data(), d_y.ptr, n * sizeof(float), cudaMemcpyDeviceToHost));
   CHECK(cudaMemcpy(dx.data(), d_dx.ptr, n * sizeof(float), cudaMemcpyDeviceToHost));
 
