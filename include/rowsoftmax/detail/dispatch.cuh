@@ -175,17 +175,22 @@ constexpr std::size_t dynamic_smem_bytes(plan const& p) {
 }
 
 inline constexpr int max_cached_devices = 64;
-inline constexpr int max_cached_stash = 16;
-
-/// A plan's stash in half tiles, the key of the per-kernel caches below.
-inline int stash_key(plan const& p) {
-  return 2 * p.stash_tiles + p.stash_halves;
-}
+inline constexpr int max_cached_tiles = 8;   // stash_tiles 0..7
+inline constexpr int max_cached_halves = 4;  // stash_halves 0..3
+inline constexpr int max_cached_stash = max_cached_tiles * max_cached_halves;
 
 /// Whether the answers for `p` on `device` have a slot in the per-kernel caches below (other
-/// devices and stashes are asked every time).
+/// devices and stashes, which only forced plans have, are asked every time).
 inline bool cacheable(plan const& p, int device) {
-  return device >= 0 && device < max_cached_devices && stash_key(p) < max_cached_stash;
+  return device >= 0 && device < max_cached_devices && p.stash_tiles >= 0 &&
+         p.stash_tiles < max_cached_tiles && p.stash_halves >= 0 &&
+         p.stash_halves < max_cached_halves;
+}
+
+/// A cacheable plan's stash (whole and half tiles, one slot for each pair), the key of the
+/// per-kernel caches below.
+inline int stash_key(plan const& p) {
+  return p.stash_tiles * max_cached_halves + p.stash_halves;
 }
 
 /// Once per device and kernel: allows a clustered kernel clusters of up to 16 CTAs and, for a
