@@ -1039,7 +1039,8 @@ TEST(Plan, StashesFitTheSharedMemoryOfAnyDevice) {
     }
     if (p.algo != algorithm::split && p.algo != algorithm::streaming) continue;
     const std::int64_t per_cta = p.stash_tiles * rs::detail::stash_tile_bytes(k, tensors) +
-                                 p.stash_halves * std::int64_t{k.bytes} * k.threads_per_cta + 2048;
+                                 p.stash_halves * std::int64_t{k.bytes} * k.threads_per_cta +
+                                 rs::detail::cta_smem_reserve;
     ASSERT_LE(per_cta, d.shared_bytes_per_cta);
     ASSERT_LE(per_cta * rs::detail::ctas_per_sm(k, tensors, elem), d.shared_bytes_per_sm);
   }
