@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host-only: bad arguments are refused with cudaErrorInvalidValue before any CUDA call, so
-// these run (and must pass) on machines without a GPU.
+// Host-only: bad arguments are refused with cudaErrorInvalidValue before any CUDA call, and the
+// launchers' caches index only their own slots; these run (and must pass) on machines without a
+// GPU.
 #include <rowsoftmax/rowsoftmax.cuh>
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <limits>
+#include <set>
+#include <string>
 
 namespace {
 
@@ -83,4 +86,35 @@ TYPED_TEST(Validation, PlanQueriesValidateLikeTheLaunchers) {
 
 TEST(Validation, NullLimitsPointer) {
   EXPECT_EQ(rowsoftmax::query_device_limits(0, nullptr), bad);
+}
+
+// The launchers' per-kernel caches (occupancy and cluster fit, detail/dispatch.cuh) keep one
+// slot for each stash of whole and half tiles: distinct stashes never share a slot, and stashes
+// beyond the caches' range (only forced plans have them), negative ones and devices beyond it
+// are never cached (asked every time) rather than indexed out of range.
+TEST(Dispatch, StashCacheSlotsAreDistinctAndInRange) {
+  namespace d = rowsoftmax::detail;
+  std::set<int> keys;
+  for (int tiles = -1; tiles <= d::max_cached_tiles + 1; ++tiles)
+    for (int halves = -1; halves <= d::max_cached_halves + 1; ++halves) {
+      rowsoftmax::plan p{};
+      p.stash_tiles = tiles;
+      p.stash_halves = halves;
+      const bool in_range =
+          tiles >= 0 && tiles < d::max_cached_tiles && halves >= 0 && halves < d::max_cached_halves;
+      SCOPED_TRACE(std::to_string(tiles) + " tiles, " + std::to_string(halves) + " halves");
+      EXPECT_EQ(d::cacheable(p, 0), in_range);
+      EXPECT_FALSE(d::cacheable(p, -1));
+      EXPECT_FALSE(d::cacheable(p, d::max_cached_devices));
+      if (!in_range) continue;
+      EXPECT_GE(d::stash_key(p), 0);
+      EXPECT_LT(d::stash_key(p), d::max_cached_stash);
+      EXPECT_TRUE(keys.insert(d::stash_key(p)).second);
+    }
+  rowsoftmax::plan huge{};
+  huge.stash_tiles = 1 << 30;  // no key computed from it may overflow
+  EXPECT_FALSE(d::cacheable(huge, 0));
+  huge.stash_tiles = 0;
+  huge.stash_halves = 1 << 30;
+  EXPECT_FALSE(d::cacheable(huge, 0));
 }
