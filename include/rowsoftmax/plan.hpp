@@ -97,9 +97,9 @@ struct plan {
                                      ///< (grid = row_groups * split_ctas)
   int stash_tiles = 0;               ///< streaming, split: tiles a CTA keeps in shared memory
                                      ///< between the passes
-  int stash_halves = 0;              ///< streaming, split, backward: tiles, besides
-                                     ///< `stash_tiles`, of which a CTA keeps dy alone in shared
-                                     ///< memory, reading y again
+  int stash_halves = 0;              ///< hinted split (streaming when forced), backward: tiles,
+                                     ///< besides `stash_tiles`, of which a CTA keeps dy alone
+                                     ///< in shared memory, reading y again
   std::int64_t workspace_bytes = 0;  ///< bytes of workspace the plan needs (split, staged split)
   bool workspace_in_output = false;  ///< split, staged split planned without a workspace: the
                                      ///< launcher keeps the `workspace_bytes` in the output's
@@ -547,10 +547,11 @@ constexpr int stashed_tiles(std::int64_t share, int in_registers, int capacity) 
   return static_cast<int>(rest < 0 ? 0 : rest < capacity ? rest : capacity);
 }
 
-/// Half tiles (plan::stash_halves) each CTA of the streaming or split plan `p` keeps, its whole
-/// stashed tiles set: backward CTAs whose shares of `share` tiles exceed what they hold (the
-/// `in_registers` tile and `p.stash_tiles`) keep the dy of the next ones where their stash
-/// leaves room (stash_half_capacity), so that they read only y of those again; forward none.
+/// Half tiles (plan::stash_halves) each CTA of the split plan `p` keeps, its whole stashed tiles
+/// set: backward CTAs whose shares of `share` tiles exceed what they hold (the `in_registers`
+/// tile and `p.stash_tiles`) keep the dy of the next ones where their stash leaves room
+/// (stash_half_capacity), so that they read only y of those again; forward none. Planned for
+/// hinted split plans only (make_split_plan); the streaming kernel takes them when forced.
 constexpr int stashed_halves(direction dir, plan const& p, std::int64_t share, int in_registers,
                              std::size_t elem_size, device_limits const& limits) noexcept {
   if (dir != direction::backward) return 0;
@@ -609,19 +610,17 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
                  : make_plan(streaming_cluster_config, layout, rows, windows, elem_size,
                              static_cast<int>(n));
   p.stash_tiles = streaming_stash_tiles(dir, p, elem_size, limits);
-  p.stash_halves = stashed_halves(dir, p, ceil_div(row_tiles(p), p.cluster_size), in_registers,
-                                  elem_size, limits);
   return p;
 }
 
 /// The split plan for rows of `windows` windows. The CTAs the device runs at once (its
 /// registers' bound) form `row_groups` groups of `split_ctas` CTAs, a group taking one row at a
 /// time; a CTA keeps the last tile of its share in registers (keeps_last_tile) and up to
-/// `stash_tiles` more in shared memory (what its part of the SM holds), backward the dy of up to
-/// `stash_halves` more in what is left of it (stash_half_capacity), and reads the rest of its
-/// share twice. The groups minimise rounds x (the tile transfers of a CTA a round - loads,
-/// stores, second loads - plus the meeting's cost); they count half tiles as read twice whole
-/// (on the H200 more backward groups, each CTA reading more twice, ran slower than the cost
+/// `stash_tiles` more in shared memory (what its part of the SM holds), in hinted backward plans
+/// the dy of up to `stash_halves` more in what is left of it (stash_half_capacity), and reads the
+/// rest of its share twice. The groups minimise rounds x (the tile transfers of a CTA a round -
+/// loads, stores, second loads - plus the meeting's cost); they count half tiles as read twice
+/// whole (on the H200 more backward groups, each CTA reading more twice, ran slower than the cost
 /// said, benchmarks/TUNING.md, note 46 (c): half tiles counted as half a transfer would take more
 /// groups at 296 of 1096 backward shapes of 300000-2^24 columns). Most rows count the average CTA
 /// and one transfer for the meeting, so rows that fit on chip are read once. The fp32 forward,
@@ -674,7 +673,6 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const std::int64_t ctas = ctas_of(best_groups);
   p = with_groups(p, best_groups, ctas);
   p.stash_tiles = stashed_tiles(ceil_div(tiles, ctas), in_registers, stash);
-  p.stash_halves = stashed_halves(dir, p, ceil_div(tiles, ctas), in_registers, elem_size, limits);
   // Backward rows of which at least 7/8 of a group's CTAs read a tile twice: the hinted kernel,
   // the same configuration but for its hints (hinted_split_config). On the H200 (rows*cols =
   // 2^27, one group of 264 CTAs, each holding two tiles) hinted bf16 and fp16 rows of 2^24
@@ -689,6 +687,16 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   if (dir == direction::backward && layout.vec > 1 &&
       (q > held || (q == held && 8 * r >= 7 * ctas)))
     p.config = hinted_split_config;
+  // Half tiles only there. On the H200 (rows*cols = 2^27, % of copy, two passes against the
+  // same plans without them; benchmarks/TUNING.md, note 73) hinted rows ran 1.1-1.7 points
+  // faster with one (bf16 2^24 72.3-72.5% against 71.0-71.4%, fp16 2^24 72.4-72.5 against
+  // 71.2-71.4, fp32 2^23 75.6-75.8 against 74.1-74.6, 6291456 78.4-78.6 against 76.7-77.3), fp32
+  // 2^24 and 3145728 within their spread; unhinted split rows 3.5-16 points slower (bf16 3145728
+  // 70.4-70.6 against 73.8-74.4, 600000 69.4-69.7 against 80.5-81.3; fp32 333333 70.3-71.0
+  // against 85.7-86.9), and so were streamed rows (bf16 527852 68.0-68.2 against 83.5-84.6,
+  // fp32 263927 74.2-74.5 against 89.2-89.6).
+  if (p.config == hinted_split_config)
+    p.stash_halves = stashed_halves(dir, p, ceil_div(tiles, ctas), in_registers, elem_size, limits);
   return p;
 }
 
