@@ -691,10 +691,10 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   // same plans without them; benchmarks/TUNING.md, note 73) hinted rows ran 1.1-1.7 points
   // faster with one (bf16 2^24 72.3-72.5% against 71.0-71.4%, fp16 2^24 72.4-72.5 against
   // 71.2-71.4, fp32 2^23 75.6-75.8 against 74.1-74.6, 6291456 78.4-78.6 against 76.7-77.3), fp32
-  // 2^24 and 3145728 within their spread; unhinted split rows 3.5-16 points slower (bf16 3145728
-  // 70.4-70.6 against 73.8-74.4, 600000 69.4-69.7 against 80.5-81.3; fp32 333333 70.3-71.0
-  // against 85.7-86.9), and so were streamed rows (bf16 527852 68.0-68.2 against 83.5-84.6,
-  // fp32 263927 74.2-74.5 against 89.2-89.6).
+  // 2^24 within its spread, 3145728 (two groups) 0.4-2.5 below; unhinted split rows 3-17 points
+  // slower (bf16 3145728 70.4-70.6 against 73.8-74.4, 600000 69.4-69.7 against 80.5-81.3; fp32
+  // 333333 70.3-71.0 against 85.7-86.9), and so were streamed rows (bf16 527852 68.0-68.2
+  // against 83.5-84.6, fp32 263927 74.2-74.5 against 89.2-89.6).
   if (p.config == hinted_split_config)
     p.stash_halves = stashed_halves(dir, p, ceil_div(tiles, ctas), in_registers, elem_size, limits);
   return p;
