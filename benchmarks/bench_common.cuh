@@ -160,9 +160,11 @@ struct forced_config {
   int groups = -1;  ///< split: rows in flight
   int ctas = -1;    ///< split: CTAs a row
   int halves = -1;  ///< split backward: tiles of which a CTA keeps dy alone (plan::stash_halves)
-  int hinted = -1;  ///< split backward: 1 the hinted split configuration, 0 the split one
+  int hinted = -1;  ///< split: 1 the hinted split configuration, 0 the split one
+  int split = -1;   ///< 1: a staged split plan replaced by the split tier's plan of the row
   bool overrides_plan() const {
-    return config < 0 && (stash >= 0 || groups >= 0 || ctas >= 0 || halves >= 0 || hinted >= 0);
+    return config < 0 &&
+           (stash >= 0 || groups >= 0 || ctas >= 0 || halves >= 0 || hinted >= 0 || split >= 0);
   }
 };
 
@@ -184,6 +186,14 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
     check(softmax_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, &pl, workspace), "plan");
   }
   if (forced.overrides_plan()) {
+    if (forced.split > 0 && pl.algo == algorithm::staged_split) {
+      int device = 0;
+      check(cudaGetDevice(&device), "device");
+      device_limits limits;
+      check(query_device_limits(device, &limits), "device limits");
+      pl = detail::make_split_plan(dir, {pl.vec, pl.shifted, true, true}, rows, pl.windows,
+                                   sizeof(T), limits);
+    }
     const bool split = pl.algo == algorithm::split && !pl.workspace_in_output;
     if (!(split || (pl.algo == algorithm::streaming && forced.groups < 0 && forced.ctas < 0 &&
                     forced.hinted < 0))) {
@@ -348,6 +358,7 @@ void register_probes() {
                   : key == "stash"  ? &forced.stash
                   : key == "halves" ? &forced.halves
                   : key == "hinted" ? &forced.hinted
+                  : key == "split"  ? &forced.split
                                     : nullptr;
       ok = ok && slot != nullptr && *slot < 0;
       if (ok) *slot = static_cast<int>(v);

@@ -272,8 +272,8 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
           launcher<T> forced;
           forced.forced = p;
           SCOPED_TRACE("config " + std::to_string(c) + ": " + to_string(p));
-          // A configuration without a kernel for a direction (staged and the hinted split:
-          // backward and forward) is refused for it, nothing launched.
+          // A configuration without a kernel for a direction (staged: backward) is refused for
+          // it, nothing launched.
           device_buffer<T> buf(3 * s.rows * cols);
           ASSERT_NE(buf.ptr, nullptr);
           const detail::tensor_arg t[] = {{buf.ptr, cols, false},
@@ -645,6 +645,22 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
     check_backward<T>(s, seed_of(s.cols, rows, 32), fill::random, with_workspace);
     check_backward<T>(s, seed_of(s.cols, rows, 33), fill::special, with_workspace);
   }
+  // 16-bit forward rows whose split CTAs read tiles of their shares twice take the hinted split
+  // configuration (on the H200: 2^23 + 3 columns x 5 rows in 3 groups of 88 CTAs, two of them
+  // over two rounds, 4-5 tiles a CTA of which 4 held; 5000003 x 6 in 6 groups of 44); aligned
+  // and shifted, random and special values.
+  if constexpr (sizeof(T) == 2)
+    for (const std::int64_t rows : {5, 6})
+      for (int i : {0, 1}) {
+        const std::int64_t cols = rows == 5 ? (std::int64_t{1} << 23) + 3 : 5000003;
+        const shape s = layouts<T>(rows, cols)[i];
+        const plan p =
+            plan_for<T>(direction::forward, s.rows, s.cols, layout_for<T>(s), limits, true);
+        const std::int64_t q = detail::row_tiles(p) / p.split_ctas;
+        if (q > p.stash_tiles + 1) EXPECT_EQ(p.config, detail::hinted_split_config) << to_string(p);
+        check_forward<T>(s, seed_of(s.cols, rows, 39), fill::random, with_workspace);
+        check_forward<T>(s, seed_of(s.cols, rows, 40), fill::special, with_workspace);
+      }
   // The size query: 0 for register rows, the plan's bytes for split and staged split rows
   // (backward split; forward staged split for 16-bit rows on sm_90, else split).
   constexpr std::int64_t n = std::int64_t{1} << 21;  // 2 rows of 2^20
@@ -681,8 +697,8 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
 // stash (the second tile read again) or one. Forward stores a row while it loads the next
 // (tile_share::pass), so a CTA's share changes within one pass; backward as a reference, also
 // with a half tile (dy kept, y read again: the first tile beyond the stash, where the share
-// reaches it) and through the hinted split configuration (a share of two tiles and no stash
-// reads one twice, hinted). Forward refuses half tiles, nothing launched.
+// reaches it); both directions also through the hinted split configuration (a share of two
+// tiles and no stash reads one twice, hinted). Forward refuses half tiles, nothing launched.
 TYPED_TEST_P(Gpu, SplitRowsWhoseSharesChange) {
   using T = TypeParam;
   constexpr int v = static_cast<int>(vec_of<T>());
@@ -705,6 +721,11 @@ TYPED_TEST_P(Gpu, SplitRowsWhoseSharesChange) {
           SCOPED_TRACE(to_string(p) + " " + s.str());
           const std::uint64_t id = static_cast<std::uint64_t>(groups * 8 + ctas);
           check_forward<T>(s, seed_of(id, stash, 28), fill::random, forced);
+          if (layout.vec > 1) {
+            forced.forced->config = detail::hinted_split_config;
+            SCOPED_TRACE("hinted");
+            check_forward<T>(s, seed_of(id, stash, 46), fill::random, forced);
+          }
           for (int halves : {0, 1}) {
             forced.forced->stash_halves = halves;
             forced.forced->config = detail::split_config;

@@ -1234,14 +1234,14 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
           }
           EXPECT_EQ(p.workspace_bytes,
                     rs::detail::split_workspace_bytes(p.row_groups, p.split_ctas));
-          // fp32 forward (second reads hinted to stay in L2): more than one row at a time only
-          // where its CTAs read at most 2.5 tiles twice on average.
-          if (fwd && elem == 4 && p.row_groups > 1) {
+          // Forward (second reads hinted to stay in L2): more than one row at a time only where
+          // its CTAs read at most 2.5 tiles twice on average (fp32; 16-bit: 4).
+          if (fwd && p.row_groups > 1) {
             const std::int64_t held = p.stash_tiles + in_registers;
             const std::int64_t q = tiles / p.split_ctas, r = tiles % p.split_ctas;
             const std::int64_t again = r * std::max<std::int64_t>(q + 1 - held, 0) +
                                        (p.split_ctas - r) * std::max<std::int64_t>(q - held, 0);
-            EXPECT_LE(2 * again, 5 * std::int64_t{p.split_ctas});
+            EXPECT_LE(2 * again, (elem == 4 ? 5 : 8) * std::int64_t{p.split_ctas});
           }
         }
       // Rows the CTAs of the device hold on chip are read once: a CTA's share within its
@@ -1286,15 +1286,21 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
                 algorithm::split);
       // Beyond the staged split, 16-bit forward splits as well, at two CTAs an SM that each
       // keep up to four tiles on chip (one in registers, three stashed): 2^22 columns (256
-      // tiles) in 4 rows of 66 CTAs at a time, 2^23 in 2 rows of 132, 2^24 one row of 264, all
-      // read once (benchmarks/TUNING.md, note 47).
+      // tiles) in 4 rows of 66 CTAs at a time, read once (benchmarks/TUNING.md, note 47); 2^23
+      // in 4 rows of 66 and 2^24 in 2 of 132, each CTA reading 3-4 tiles twice, hinted (note
+      // 74; one round of 4 rows where there were two of 2); 2^25 in one row of 264, hinted;
+      // the scalar fallback unhinted.
       if (fwd && elem == 2) {
         EXPECT_EQ(rs::to_string(rs::plan_for(dir, 32, 1 << 22, elem, {vec, false}, h200, true)),
                   "split 4x66 ctas cta=256 tpr=256 vec=8x8 stash=3");
         EXPECT_EQ(rs::to_string(rs::plan_for(dir, 16, 1 << 23, elem, {vec, false}, h200, true)),
-                  "split 2x132 ctas cta=256 tpr=256 vec=8x8 stash=3");
+                  "split 4x66 ctas cta=256 tpr=256 vec=8x8 stash=3 hinted");
         EXPECT_EQ(rs::to_string(rs::plan_for(dir, 8, 1 << 24, elem, {vec, false}, h200, true)),
-                  "split 1x264 ctas cta=256 tpr=256 vec=8x8 stash=3");
+                  "split 2x132 ctas cta=256 tpr=256 vec=8x8 stash=3 hinted");
+        EXPECT_EQ(rs::to_string(rs::plan_for(dir, 4, 1 << 25, elem, {vec, false}, h200, true)),
+                  "split 1x264 ctas cta=256 tpr=256 vec=8x8 stash=3 hinted");
+        EXPECT_EQ(rs::plan_for(dir, 8, 1 << 24, elem, {1, false}, h200, true).config,
+                  rs::detail::split_config);
       }
     }
 }
@@ -1464,31 +1470,34 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
   }
 }
 
-// Split rows (the workspace launchers, and out of place without one) of backward of which at
-// least 7/8 of a group's CTAs read a tile twice (more tiles than their register tile and stash)
-// take the hinted split configuration, the others the split one: forward (fp32 hinted in
-// either), the scalar fallback, and backward rows the CTAs hold or that fewer CTAs read twice.
-// On the H200 from 759 tiles (about 12.4M 16-bit columns, 6.2M fp32) on.
-TEST(Plan, BackwardSplitRowsReadingTilesTwiceTakeTheHintedKernel) {
+// Split rows (the workspace launchers, and out of place without one) of backward and 16-bit
+// forward of which at least 7/8 of a group's CTAs read a tile twice (more tiles than their
+// register tile and stash) take the hinted split configuration, the others the split one: fp32
+// forward (hinted in either), the scalar fallback, and rows the CTAs hold or that fewer CTAs read
+// twice. On the H200 backward from 759 tiles (about 12.4M 16-bit columns, 6.2M fp32) on; 16-bit
+// forward rows of 2^23 and 2^24 columns in full launches split over more groups, hinted.
+TEST(Plan, SplitRowsReadingTilesTwiceTakeTheHintedKernel) {
   auto const& hinted = kernel_configs[rs::detail::hinted_split_config];
   auto const& plain = kernel_configs[rs::detail::split_config];
   EXPECT_TRUE(hinted.l2_hints);
   EXPECT_FALSE(plain.l2_hints);
   EXPECT_FALSE(hinted.scalar_ok);
   EXPECT_TRUE(rs::detail::runs(hinted, rs::direction::backward));
-  EXPECT_FALSE(rs::detail::runs(hinted, rs::direction::forward));
+  EXPECT_TRUE(rs::detail::runs(hinted, rs::direction::forward));
   EXPECT_TRUE(rs::detail::runs(plain, rs::direction::backward));
   EXPECT_TRUE(rs::detail::runs(plain, rs::direction::forward));
-  // Which CTAs give hints: the hinted configuration's backward ones; in either, fp32 forward and
-  // the scalar fp32 backward fallback.
+  // Which CTAs give hints: the hinted configuration's; in either, fp32 forward and the scalar fp32
+  // backward fallback.
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
     for (int vec : {int(16 / elem), 1}) {
       const auto fwd = rs::direction::forward, bwd = rs::direction::backward;
       EXPECT_TRUE(rs::detail::hints_second_reads(hinted, bwd, elem, vec));
+      EXPECT_TRUE(rs::detail::hints_second_reads(hinted, fwd, elem, vec));
       EXPECT_EQ(rs::detail::hints_second_reads(plain, fwd, elem, vec), elem == 4);
       EXPECT_EQ(rs::detail::hints_second_reads(plain, bwd, elem, vec), elem == 4 && vec == 1);
     }
-  int hinted_plans[2] = {}, few_plans[2] = {}, held_plans[2] = {};  // 16-bit, fp32
+  // 16-bit, fp32 backward; 16-bit forward
+  int hinted_plans[3] = {}, few_plans[3] = {}, held_plans[3] = {};
   for (rs::device_limits d : {h200, hopper_portable, a100})
     for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
       for (auto dir : {rs::direction::forward, rs::direction::backward})
@@ -1512,17 +1521,17 @@ TEST(Plan, BackwardSplitRowsReadingTilesTwiceTakeTheHintedKernel) {
               const bool twice = rs::detail::ceil_div(tiles, ctas) > p.stash_tiles + 1;
               const std::int64_t held = p.stash_tiles + 1, q = tiles / ctas, r = tiles % ctas;
               const std::int64_t reading_twice = !twice ? 0 : q > held ? ctas : r;
-              const bool hint =
-                  dir == rs::direction::backward && p.vec > 1 && 8 * reading_twice >= 7 * ctas;
+              const bool hint = (dir == rs::direction::backward || elem == 2) && p.vec > 1 &&
+                                8 * reading_twice >= 7 * ctas;
               ASSERT_EQ(p.config,
                         hint ? rs::detail::hinted_split_config : rs::detail::split_config);
               ASSERT_TRUE(rs::detail::runs(kernel_configs[p.config], dir));
-              if (dir == rs::direction::backward && p.vec > 1) {
-                const int e = elem == 4 ? 1 : 0;
+              if ((dir == rs::direction::backward || elem == 2) && p.vec > 1) {
+                const int e = dir == rs::direction::forward ? 2 : elem == 4 ? 1 : 0;
                 ++(hint ? hinted_plans[e] : twice ? few_plans[e] : held_plans[e]);
               }
             }
-  for (int e : {0, 1}) {
+  for (int e : {0, 1, 2}) {
     EXPECT_GT(hinted_plans[e], 0);
     EXPECT_GT(few_plans[e], 0);
     EXPECT_GT(held_plans[e], 0);

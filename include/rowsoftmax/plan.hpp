@@ -127,8 +127,8 @@ struct kernel_config {
   /// normalized in place and copied out (see first_tiled_config).
   bool tiled = false;
   /// Split CTAs that read tiles of their share twice give their accesses L2 hints (fp32 forward
-  /// and scalar fp32 backward ones do in any split configuration: hints_second_reads). Backward
-  /// only (see runs, hinted_split_config).
+  /// and scalar fp32 backward ones do in any split configuration: hints_second_reads). Not
+  /// scalar (see hinted_split_config).
   bool l2_hints = false;
 };
 
@@ -219,7 +219,7 @@ inline constexpr kernel_config kernel_configs[] = {
     {algorithm::cluster, 256, 288, 256, true, false},            // 57: forward, beside 40
     {algorithm::staged, 256, 160, 256, true, false},             // 58: forward only, 40 KB
     {algorithm::staged, 256, 192, 256, true, false},             // 59: forward only, 48 KB
-    // 60: split (43) with L2 hints, backward (hinted_split_config)
+    // 60: split (43) with L2 hints (hinted_split_config)
     {algorithm::split, 256, 128, 256, false, false, 1, false, true},
 };
 inline constexpr int num_kernel_configs =
@@ -280,11 +280,12 @@ inline constexpr int wide_cluster288_config = 57;
 // 40 KB a row, for 16-bit forward rows of 16385-18432 columns in full launches (see plan_for).
 inline constexpr int staged40_config = 58;
 inline constexpr int staged48_config = 59;
-// The split configuration whose CTAs give L2 hints (kernel_config::l2_hints), for backward rows
-// of which nearly every CTA reads a tile twice (make_split_plan). A configuration of its own, so
-// that the other backward split kernels keep their code: with the hinted copy of their loops
-// beside the plain one, the 16-bit backward kernel's code doubled and its rows of 2^20-2^23
-// columns, which read no tile twice, ran 0.5-3.5 points slower on the H200 (benchmarks/TUNING.md,
+// The split configuration whose CTAs give L2 hints (kernel_config::l2_hints), for backward and
+// 16-bit forward rows of which nearly every CTA reads a tile twice (make_split_plan). A
+// configuration of its own, so that the other split kernels keep their code: with the hinted copy
+// of their loops beside the plain one, the 16-bit backward kernel's code doubled and its rows of
+// 2^20-2^23 columns, which read no tile twice, ran 0.5-3.5 points slower on the H200, and the
+// 16-bit forward split rows that read only their last tile again 1.5-3.5 (benchmarks/TUNING.md,
 // notes 45, 70).
 inline constexpr int hinted_split_config = 60;
 static_assert(kernel_configs[hinted_split_config].algo == algorithm::split &&
@@ -359,10 +360,9 @@ ROWSOFTMAX_HOST_DEVICE constexpr bool splits(kernel_config const& c) noexcept {
   return c.algo == algorithm::split || c.algo == algorithm::staged_split;
 }
 
-/// Whether a configuration has a kernel for `dir`: the staged ones forward only, the hinted split
-/// one backward only (hinted_split_config).
+/// Whether a configuration has a kernel for `dir`: the staged ones forward only.
 constexpr bool runs(kernel_config const& c, direction dir) noexcept {
-  return (!stages(c) || dir == direction::forward) && (!c.l2_hints || dir == direction::backward);
+  return !stages(c) || dir == direction::forward;
 }
 
 /// Shared memory a staged CTA copies its share of the row into: its threads' bytes.
@@ -480,11 +480,11 @@ ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t stash_tile_bytes(kernel_config con
 /// Whether a CTA of the split configuration `c` that reads tiles of its share twice gives its
 /// accesses L2 hints, so that L2 keeps those tiles for their second read (kernels.cuh,
 /// tile_share::hintable), for rows of direction `dir`, `elem_size`-byte elements and vector
-/// width `vec`: in hinted_split_config (backward rows of which nearly every CTA reads a tile
-/// twice, make_split_plan), and in any split configuration fp32 forward rows (unhinted, they ran
-/// up to 6 points slower on the H200, most rows of which few CTAs read a tile twice 1-3 slower;
-/// benchmarks/TUNING.md, note 71) and the scalar fp32 backward fallback (not measured without). The
-/// planner prices the fp32 forward's second reads as L2 hits for it (make_split_plan).
+/// width `vec`: in hinted_split_config (backward and 16-bit forward rows of which nearly every CTA
+/// reads a tile twice, make_split_plan), and in any split configuration fp32 forward rows
+/// (unhinted, they ran up to 6 points slower on the H200, most rows of which few CTAs read a tile
+/// twice 1-3 slower; benchmarks/TUNING.md, note 71) and the scalar fp32 backward fallback (not
+/// measured without). The planner prices forward second reads as L2 hits (make_split_plan).
 ROWSOFTMAX_HOST_DEVICE constexpr bool hints_second_reads(kernel_config const& c, direction dir,
                                                          std::size_t elem_size, int vec) noexcept {
   return c.l2_hints || (elem_size == 4 && (dir == direction::forward || vec == 1));
@@ -623,14 +623,18 @@ constexpr plan make_streaming_plan(direction dir, row_layout layout, std::int64_
 /// whole (on the H200 more backward groups, each CTA reading more twice, ran slower than the cost
 /// said, benchmarks/TUNING.md, note 46 (c): half tiles counted as half a transfer would take more
 /// groups at 296 of 1096 backward shapes of 300000-2^24 columns). Most rows count the average CTA
-/// and one transfer for the meeting, so rows that fit on chip are read once. The fp32 forward,
-/// whose second reads come from L2 (hints_second_reads), counts the mean of the average and the
-/// largest share (a round lasts until the group's slowest CTA arrives) and a meeting of
-/// 1.5 + ctas / 80 transfers, and reads at most 2.5 tiles a CTA twice on average (3.5 and more
-/// ran at 65-69% of copy: L2 no longer held them), so it takes more groups. Fitted on the H200
-/// to 20 shapes of 333333-2^24 columns (within 0.4 points of the best groups measured; 2^21
-/// columns x 64 rows at 78% of copy against 74%) and checked on 7 more (benchmarks/TUNING.md,
-/// note 46). `split_ctas` < 2: the tier does not apply.
+/// and one transfer for the meeting, so rows that fit on chip are read once. The forward (but for
+/// the 16-bit scalar fallback), whose second reads come from L2 (hinted: hints_second_reads),
+/// counts the mean of the average and the largest share (a round lasts until the group's slowest
+/// CTA arrives) and a meeting of 1.5 + ctas / 80 transfers, and reads at most 2.5 tiles a CTA
+/// twice on average (fp32: 3.5 and more ran at 65-69% of copy, L2 no longer holding them), 4
+/// 16-bit (two CTAs an SM instead of three: about 32 MB of tiles read twice either), so it takes
+/// more groups. Fitted on the H200 to 20 fp32 shapes of 333333-2^24 columns (within 0.4 points of
+/// the best groups measured; 2^21 columns x 64 rows at 78% of copy against 74%) and checked on 7
+/// more (benchmarks/TUNING.md, note 46); for 16-bit rows checked on 19 shapes of 3.4M-2^25
+/// columns against the plain cost, 17 of them 0.2-6.2 points faster (2^24 x 8 in 2 groups, 67.1%
+/// against 65.4% in one), two 0.6-1.2 slower (benchmarks/TUNING.md, note 74). `split_ctas` < 2:
+/// the tier does not apply.
 constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t rows,
                                std::int64_t windows, std::size_t elem_size,
                                device_limits const& limits) noexcept {
@@ -642,8 +646,7 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const int in_registers = keeps_last_tile(c, tensors, elem_size) ? 1 : 0;
   const std::int64_t held = stash + in_registers;
   const std::int64_t tiles = row_tiles(p);
-  const bool l2_rereads =
-      dir == direction::forward && hints_second_reads(c, dir, elem_size, layout.vec);
+  const bool l2_rereads = dir == direction::forward && (elem_size == 4 || layout.vec > 1);
   const std::int64_t most_groups = rows < resident / 2 ? rows : resident / 2;
   // CTAs a row with g groups: the resident CTAs shared out, none without a tile.
   auto ctas_of = [&](std::int64_t g) { return resident / g < tiles ? resident / g : tiles; };
@@ -658,7 +661,7 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
     const double average = static_cast<double>(2 * tiles + again) / static_cast<double>(ctas);
     double round = average + 1.0;
     if (l2_rereads) {
-      if (g > 1 && 2 * again > 5 * ctas) continue;  // more than 2.5 tiles a CTA read twice
+      if (g > 1 && 2 * again > (elem_size == 4 ? 5 : 8) * ctas) continue;  // see above
       const std::int64_t largest = q + (r > 0 ? 1 : 0);
       const double slowest =
           static_cast<double>(2 * largest + (largest > held ? largest - held : 0));
@@ -673,8 +676,10 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   const std::int64_t ctas = ctas_of(best_groups);
   p = with_groups(p, best_groups, ctas);
   p.stash_tiles = stashed_tiles(ceil_div(tiles, ctas), in_registers, stash);
-  // Backward rows of which at least 7/8 of a group's CTAs read a tile twice: the hinted kernel,
-  // the same configuration but for its hints (hinted_split_config). On the H200 (rows*cols =
+  // Backward and 16-bit forward rows of which at least 7/8 of a group's CTAs read a tile twice:
+  // the hinted kernel, the same configuration but for its hints (hinted_split_config); the
+  // forward rows' second reads unhinted, in two groups at 2^24 16-bit columns, ran at 62.7% of
+  // copy against 67.6% hinted (benchmarks/TUNING.md, note 74). On the H200 (rows*cols =
   // 2^27, one group of 264 CTAs, each holding two tiles) hinted bf16 and fp16 rows of 2^24
   // columns (1024 tiles, every CTA reading one or two twice) ran 4.4-4.9 points faster (71.3-71.7%
   // of copy against 66.6-66.8%), of 768 tiles (91% of the CTAs reading one twice) 2.7-3.2 faster,
@@ -684,7 +689,7 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
   // and 3M columns (2 groups of 132 CTAs, 91%) 3.5-5 slower (benchmarks/TUNING.md, notes 45, 70,
   // 71).
   const std::int64_t q = tiles / ctas, r = tiles % ctas;
-  if (dir == direction::backward && layout.vec > 1 &&
+  if ((dir == direction::backward || elem_size < 4) && layout.vec > 1 &&
       (q > held || (q == held && 8 * r >= 7 * ctas)))
     p.config = hinted_split_config;
   // Half tiles only there. On the H200 (rows*cols = 2^27, % of copy, two passes against the

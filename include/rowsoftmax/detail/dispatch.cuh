@@ -112,8 +112,8 @@ constexpr auto kernel_ptr() {
 
 /// Calls f(std::integral_constant<int, V>, std::integral_constant<int, Config>) for the plan's
 /// vector width and configuration: the switch from plan to template arguments. A configuration
-/// without a kernel for the op or the width (the staged ones backward, the hinted split one
-/// forward, the scalar fallback where it has none) gives cudaErrorInvalidValue.
+/// without a kernel for the op or the width (the staged ones backward, the scalar fallback where
+/// it has none) gives cudaErrorInvalidValue.
 template <class Op, class F, int V, std::size_t... I>
 cudaError_t visit_configs(int config, F&& f, std::integral_constant<int, V> v,
                           std::index_sequence<I...>) {
@@ -424,8 +424,8 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
 /// width or alignment the pointers do not allow, a tiled configuration for rows that are not
 /// contiguous, too little capacity, half tiles in the stash (plan::stash_halves) but for
 /// backward streaming or split, a split plan of more meetings a group than its counter counts,
-/// or a configuration without a kernel for the op (the staged ones backward, the hinted split one
-/// forward); and
+/// or a configuration without a kernel for the op or the width (the staged ones backward, the
+/// hinted split one scalar); and
 /// (cudaErrorInvalidConfiguration) a cluster, stash or split the device cannot run.
 template <class Op, std::size_t N>
 cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const& a,

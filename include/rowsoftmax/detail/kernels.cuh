@@ -314,7 +314,8 @@ struct tile_share {
   /// also spilled so), ran 1-3.5 points slower, and streaming rows up to 5; 16-bit backward rows
   /// 2^24 gained 4.5 points, but the hinted copy of the loops doubled the kernel's code and its
   /// rows of 2^20-2^23 columns, not hinted, lost 0.5-3.5 (benchmarks/TUNING.md, note 45): backward
-  /// rows whose shares read tiles twice take a configuration of their own (hinted_split_config).
+  /// and 16-bit forward rows whose shares read tiles twice take a configuration of their own
+  /// (hinted_split_config).
   static constexpr bool hintable =
       hints_second_reads(shape::config, direction_of<Op>, sizeof(typename Op::value_type), V);
   __device__ static bool hinted(std::int64_t tiles, int stash_tiles) {
