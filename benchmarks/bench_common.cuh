@@ -185,14 +185,18 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   } else {
     check(softmax_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, &pl, workspace), "plan");
   }
+  // The current device's limits, for the plans the overrides below rebuild.
+  const auto current_limits = [] {
+    int device = 0;
+    check(cudaGetDevice(&device), "device");
+    device_limits limits;
+    check(query_device_limits(device, &limits), "device limits");
+    return limits;
+  };
   if (forced.overrides_plan()) {
     if (forced.split > 0 && pl.algo == algorithm::staged_split) {
-      int device = 0;
-      check(cudaGetDevice(&device), "device");
-      device_limits limits;
-      check(query_device_limits(device, &limits), "device limits");
       pl = detail::make_split_plan(dir, {pl.vec, pl.shifted, true, true}, rows, pl.windows,
-                                   sizeof(T), limits);
+                                   sizeof(T), current_limits());
     }
     const bool split = pl.algo == algorithm::split && !pl.workspace_in_output;
     if (!(split || (pl.algo == algorithm::streaming && forced.groups < 0 && forced.ctas < 0 &&
@@ -219,11 +223,7 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
     if (detail::kernel_configs[forced.config].algo == algorithm::streaming && forced.stash >= 0) {
       pl.stash_tiles = forced.stash;
     } else if (detail::kernel_configs[forced.config].algo == algorithm::streaming) {
-      int device = 0;
-      check(cudaGetDevice(&device), "device");
-      device_limits limits;
-      check(query_device_limits(device, &limits), "device limits");
-      pl.stash_tiles = detail::streaming_stash_tiles(dir, pl, sizeof(T), limits);
+      pl.stash_tiles = detail::streaming_stash_tiles(dir, pl, sizeof(T), current_limits());
     }
   }
   const detail::tensor_arg fwd_t[] = {{a, cols, false}, {b, cols, true}};
