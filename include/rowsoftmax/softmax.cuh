@@ -94,9 +94,11 @@ cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::ar
 /// forward, 512K bf16/fp16) are, on devices with clusters, planned as by the workspace overload;
 /// out of place, where that splits them, the workspace it would ask for (a few tens of KB at most)
 /// is kept in y's first row: zeroed on `stream` first, its softmax stored by a second kernel after
-/// the split one, so that y's first row holds other values until the call's last kernel ends. In
-/// place, such rows stream through a cluster instead (the overflow read twice); on devices without
-/// clusters, through one CTA.
+/// the split one, so that y's first row holds other values until the call's last kernel ends. The
+/// launch is checked to fit the device before anything is enqueued; should it still fail (another
+/// client taking the SMs, a device fault), the error is returned and y's first row may hold the
+/// zeroed workspace. In place, such rows stream through a cluster instead (the overflow read
+/// twice); on devices without clusters, through one CTA.
 ///
 /// @code
 /// rowsoftmax::softmax_forward(x, ld, y, ld, rows, cols, stream);
