@@ -22,9 +22,10 @@ int count_row_loop_kernels() {
 template <class T>
 int count_kernels_of() {
   constexpr int V = 16 / sizeof(T);
-  // The hinted split kernel: backward only (runs).
-  const int hinted = (kernel_ptr<backward_op<T>, V, hinted_split_config>() != nullptr ? 1 : 0) +
-                     (kernel_ptr<forward_op<T>, V, hinted_split_config>() != nullptr ? 1 : 0);
+  // The hinted split kernels: backward and 16-bit forward (has_kernel).
+  int hinted = kernel_ptr<backward_op<T>, V, hinted_split_config>() != nullptr ? 1 : 0;
+  if constexpr (has_kernel(hinted_split_config, direction::forward, V, sizeof(T)))
+    hinted += kernel_ptr<forward_op<T>, V, hinted_split_config>() != nullptr ? 1 : 0;
   return count_row_loop_kernels<forward_op<T>, V>() + count_row_loop_kernels<forward_op<T>, 1>() +
          count_row_loop_kernels<backward_op<T>, V>() + count_row_loop_kernels<backward_op<T>, 1>() +
          hinted;

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -101,8 +103,8 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
           for (std::int64_t cols = 1; cols <= (std::int64_t{1} << 20); ++cols) {
             const rs::plan p = rs::plan_for(dir, 7, cols, elem, c.layout, d);
             const char* err = plan_error(p, 7, cols, c, d);
-            if (!err && !rs::detail::runs(kernel_configs[p.config], dir))
-              err = "a configuration without a kernel for the direction";
+            if (!err && !rs::detail::has_kernel(p.config, dir, c.layout.vec, elem))
+              err = "a configuration without a kernel for the direction, width and type";
             ASSERT_EQ(err, nullptr)
                 << err << ": cols=" << cols << " elem=" << elem << " vec=" << c.layout.vec
                 << " shifted=" << c.layout.shifted << " cc=" << d.compute_capability
@@ -835,12 +837,16 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
       EXPECT_NE(
           rs::plan_for(rs::direction::backward, 64, cols, elem, {int(16 / elem), false}, h200).algo,
           algorithm::staged);
-  // The staged configurations run forward only.
+  // The staged configurations have kernels forward only, and but for CTAs of 32 KB 16-bit only.
   for (int c : {rs::detail::staged_config, rs::detail::staged40_config, rs::detail::staged48_config,
-                rs::detail::wide_staged_config}) {
-    EXPECT_TRUE(rs::detail::runs(kernel_configs[c], rs::direction::forward));
-    EXPECT_FALSE(rs::detail::runs(kernel_configs[c], rs::direction::backward));
-  }
+                rs::detail::wide_staged_config, rs::detail::staged_split_config})
+    for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
+      const int vec = static_cast<int>(16 / elem);
+      EXPECT_EQ(rs::detail::has_kernel(c, rs::direction::forward, vec, elem),
+                elem == 2 || c == rs::detail::staged_config);
+      EXPECT_FALSE(rs::detail::has_kernel(c, rs::direction::backward, vec, elem));
+      EXPECT_FALSE(rs::detail::has_kernel(c, rs::direction::forward, 1, elem));
+    }
 }
 
 // 16-bit forward rows that the widest one-CTA configuration takes (256 threads of 144 bytes:
@@ -1032,6 +1038,7 @@ TEST(Plan, StashesFitTheSharedMemoryOfAnyDevice) {
                  " vec=" + std::to_string(vec) + " rows=" + std::to_string(rows) +
                  " cols=" + std::to_string(cols) + " " + rs::to_string(p));
     ASSERT_TRUE(rs::detail::plan_holds(p));
+    ASSERT_TRUE(rs::detail::has_kernel(p.config, dir, vec, elem));
     auto const& k = kernel_configs[p.config];
     const int tensors = rs::detail::tensors_of(dir);
     ASSERT_GE(p.stash_tiles, 0);
@@ -1049,6 +1056,76 @@ TEST(Plan, StashesFitTheSharedMemoryOfAnyDevice) {
     ASSERT_LE(per_cta * rs::detail::ctas_per_sm(k, tensors, elem), d.shared_bytes_per_sm);
   }
   EXPECT_GT(halves, 1000);
+}
+
+// The kernels the launchers compile (has_kernel): for each direction and type, vectorised, every
+// configuration but those plan_for never chooses for them (found by enumerating its plans over
+// many shapes, layouts and devices); the scalar fallback, those that allow it.
+TEST(Plan, KernelsOfEachDirectionAndType) {
+  const std::set<int> fp32_one_cta = {0,  1,  2,  3,  4,  6,  7,  8,  9,  11, 12,
+                                      13, 14, 16, 18, 19, 23, 24, 28, 29, 33, 34};
+  auto with = [](std::set<int> a, std::initializer_list<int> b) {
+    a.insert(b.begin(), b.end());
+    return a;
+  };
+  struct case_k {
+    rs::direction dir;
+    std::size_t elem;
+    std::set<int> none;  // configurations without a kernel
+  };
+  const auto fwd = rs::direction::forward, bwd = rs::direction::backward;
+  const case_k cases[] = {
+      {fwd, 2, {39, 40, 56, 57}},
+      {bwd, 2, {6, 11, 16, 21, 40, 44, 45, 46, 55, 57, 58, 59}},
+      {fwd, 4, with(fp32_one_cta, {45, 46, 56, 58, 59, 60})},
+      {bwd, 4, with(fp32_one_cta, {40, 44, 45, 46, 52, 53, 54, 55, 57, 58, 59})},
+  };
+  for (auto const& k : cases)
+    for (int c = 0; c < rs::detail::num_kernel_configs; ++c) {
+      SCOPED_TRACE("config " + std::to_string(c) + " elem " + std::to_string(k.elem) +
+                   (k.dir == fwd ? " forward" : " backward"));
+      EXPECT_EQ(rs::detail::has_kernel(c, k.dir, static_cast<int>(16 / k.elem), k.elem),
+                k.none.count(c) == 0);
+      EXPECT_EQ(rs::detail::has_kernel(c, k.dir, 1, k.elem), kernel_configs[c].scalar_ok);
+    }
+  EXPECT_FALSE(rs::detail::has_kernel(-1, fwd, 4, 4));
+  EXPECT_FALSE(rs::detail::has_kernel(rs::detail::num_kernel_configs, fwd, 4, 4));
+}
+
+// On devices of any size, shared memory and cluster size, with and without clusters (random), and
+// on those the dispatcher plans for again where a plan does not fit (no shared memory for a stash,
+// smaller clusters: choose_plan), every plan's configuration has a kernel for its direction,
+// width and type (has_kernel).
+TEST(Plan, EveryPlanHasAKernelOnAnyDevice) {
+  std::mt19937_64 g(20261205);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return lo + static_cast<std::int64_t>(g() % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  for (int i = 0; i < 400000; ++i) {
+    rs::device_limits d;
+    d.sm_count = static_cast<int>(pick(1, 200));
+    d.compute_capability = pick(0, 2) ? 90 : 80;
+    d.max_cluster_size = static_cast<int>(pick(1, 16));
+    d.shared_bytes_per_sm = pick(0, 4) == 0 ? 0 : static_cast<int>(pick(48, 232) * 1024);
+    d.shared_bytes_per_cta = std::max(0, d.shared_bytes_per_sm - 1024);
+    if (pick(0, 1))
+      for (int& n : d.clusters_at_two_an_sm) n = 0;
+    const std::size_t elem = pick(0, 1) == 0 ? 4 : 2;
+    const int vec = pick(0, 3) == 0 ? 1 : static_cast<int>(16 / elem);
+    const rs::row_layout layout{vec, vec > 1 && pick(0, 1) == 1, pick(0, 1) == 1, pick(0, 1) == 1};
+    // Columns log-uniform over 1..2^25, rows over 1..2^17.
+    const std::int64_t cols = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::exp2(static_cast<double>(pick(0, 25000)) / 1000)));
+    const std::int64_t rows = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::exp2(static_cast<double>(pick(0, 17000)) / 1000)));
+    const auto dir = pick(0, 1) ? rs::direction::forward : rs::direction::backward;
+    const rs::plan p = rs::plan_for(dir, rows, cols, elem, layout, d, pick(0, 1) == 1);
+    ASSERT_TRUE(rs::detail::has_kernel(p.config, dir, vec, elem))
+        << "sms=" << d.sm_count << " cc=" << d.compute_capability
+        << " cluster=" << d.max_cluster_size << " smem=" << d.shared_bytes_per_sm
+        << " elem=" << elem << " vec=" << vec << " shifted=" << layout.shifted << " rows=" << rows
+        << " cols=" << cols << " " << rs::to_string(p);
+  }
 }
 
 // A staged split plan on the H200: groups of CTAs of 32 KB (6 an SM, all resident) that hold a
@@ -1482,10 +1559,16 @@ TEST(Plan, SplitRowsReadingTilesTwiceTakeTheHintedKernel) {
   EXPECT_TRUE(hinted.l2_hints);
   EXPECT_FALSE(plain.l2_hints);
   EXPECT_FALSE(hinted.scalar_ok);
-  EXPECT_TRUE(rs::detail::runs(hinted, rs::direction::backward));
-  EXPECT_TRUE(rs::detail::runs(hinted, rs::direction::forward));
-  EXPECT_TRUE(rs::detail::runs(plain, rs::direction::backward));
-  EXPECT_TRUE(rs::detail::runs(plain, rs::direction::forward));
+  // Kernels: the hinted one backward and 16-bit forward (vectors only), the plain one everywhere.
+  for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
+    const int vec = static_cast<int>(16 / elem);
+    const int h = rs::detail::hinted_split_config, s = rs::detail::split_config;
+    EXPECT_TRUE(rs::detail::has_kernel(h, rs::direction::backward, vec, elem));
+    EXPECT_EQ(rs::detail::has_kernel(h, rs::direction::forward, vec, elem), elem == 2);
+    EXPECT_FALSE(rs::detail::has_kernel(h, rs::direction::backward, 1, elem));
+    for (auto dir : {rs::direction::forward, rs::direction::backward})
+      for (int v : {vec, 1}) EXPECT_TRUE(rs::detail::has_kernel(s, dir, v, elem));
+  }
   // Which CTAs give hints: the hinted configuration's; in either, fp32 forward and the scalar fp32
   // backward fallback.
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
@@ -1525,7 +1608,7 @@ TEST(Plan, SplitRowsReadingTilesTwiceTakeTheHintedKernel) {
                                 8 * reading_twice >= 7 * ctas;
               ASSERT_EQ(p.config,
                         hint ? rs::detail::hinted_split_config : rs::detail::split_config);
-              ASSERT_TRUE(rs::detail::runs(kernel_configs[p.config], dir));
+              ASSERT_TRUE(rs::detail::has_kernel(p.config, dir, p.vec, elem));
               if ((dir == rs::direction::backward || elem == 2) && p.vec > 1) {
                 const int e = dir == rs::direction::forward ? 2 : elem == 4 ? 1 : 0;
                 ++(hint ? hinted_plans[e] : twice ? few_plans[e] : held_plans[e]);

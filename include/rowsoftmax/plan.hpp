@@ -360,11 +360,6 @@ ROWSOFTMAX_HOST_DEVICE constexpr bool splits(kernel_config const& c) noexcept {
   return c.algo == algorithm::split || c.algo == algorithm::staged_split;
 }
 
-/// Whether a configuration has a kernel for `dir`: the staged ones forward only.
-constexpr bool runs(kernel_config const& c, direction dir) noexcept {
-  return !stages(c) || dir == direction::forward;
-}
-
 /// Shared memory a staged CTA copies its share of the row into: its threads' bytes.
 ROWSOFTMAX_HOST_DEVICE constexpr std::int64_t staging_bytes(kernel_config const& c) noexcept {
   return std::int64_t{c.bytes} * c.threads_per_cta;
@@ -427,6 +422,59 @@ constexpr std::int64_t window_capacity(kernel_config const& c, int vec, std::siz
   return std::int64_t{c.threads_per_row} * slots_per_thread(c, vec, elem_size) *
          (c.clustered ? cluster : 1);
 }
+
+/// Whether configuration `config` has a kernel for `dir` at vector width `vec` (16 / elem_size,
+/// or 1: the scalar fallback) and `elem_size`-byte elements: exactly the configurations plan_for
+/// can choose for them, on any device. The launchers compile a kernel for each of those and no
+/// other (a kernel nobody launches still costs every caller its compile time and code: without
+/// this rule fp32 callers compiled about twice the kernels they could run), and the dispatcher
+/// refuses the others (`run`). plan_for's rules give:
+/// - the scalar fallback: the configurations that allow it (kernel_config::scalar_ok);
+/// - one CTA a row (configurations 0 to last_cta_config): those of one_cta_planned, but for fp32
+///   those that hold no more than the short-row configurations (fp32 rows of at most 16 vectors,
+///   aligned or not, take those);
+/// - staged CTAs: forward; of 40, 48 and 64 KB, and the staged split, 16-bit only (fp32 forward
+///   rows are staged only in CTAs of 32 KB);
+/// - register clusters: of 128 threads, every row; of 256 threads and 128 bytes, all but 16-bit
+///   forward rows (staged CTAs of 64 KB hold every row such clusters do: see below); of 256 and
+///   288 bytes, fp32 forward (16-bit forward is staged wherever 256 bytes hold the row: the same
+///   capacity); of 144 bytes, backward;
+/// - the hinted split configuration: backward and 16-bit forward (fp32 forward split CTAs take
+///   hints in the split configuration: hints_second_reads);
+/// - tiled short rows: forward, and 16-bit backward of up to 4 threads a row;
+/// - the others (short rows, a 512-thread CTA, streaming, split): every direction and type.
+/// The host tests check over many shapes, layouts and devices that every plan's configuration
+/// has a kernel.
+constexpr bool has_kernel(int config, direction dir, int vec, std::size_t elem_size) noexcept {
+  if (config < 0 || config >= num_kernel_configs) return false;
+  kernel_config const& c = kernel_configs[config];
+  const bool forward = dir == direction::forward, fp32 = elem_size == 4;
+  if (vec == 1) return c.scalar_ok;
+  if (config <= last_cta_config)
+    return one_cta_planned(c, dir, vec, elem_size) &&
+           !(fp32 && window_capacity(c, vec, elem_size) <=
+                         window_capacity(kernel_configs[last_short_row_config], vec, elem_size));
+  if (stages(c)) return forward && (config == staged_config || !fp32);
+  if (config == cluster_config) return !forward || fp32;
+  if (config == wide_cluster_config || config == wide_cluster288_config) return forward && fp32;
+  if (config == cluster144_config) return !forward;
+  if (config == hinted_split_config) return !forward || !fp32;
+  if (config >= first_tiled_config && config <= last_tiled_config)
+    return forward || (!fp32 && config <= last_backward_tiled_config);
+  return true;
+}
+
+// What has_kernel's clusters rest on: a 16-bit forward row reaches the register clusters only
+// where the staged CTAs of 64 KB, tried first, do not hold it in as many CTAs, and those hold as
+// many windows a CTA as the clusters of 256 bytes a thread (twice those of 128).
+static_assert(window_capacity(kernel_configs[wide_staged_config], 8, 2, 1) ==
+                      window_capacity(kernel_configs[wide_cluster_config], 8, 2, 1) &&
+                  window_capacity(kernel_configs[wide_cluster_config], 8, 2, 1) ==
+                      2 * window_capacity(kernel_configs[cluster_config], 8, 2, 1) &&
+                  kernel_configs[wide_staged_config].clustered &&
+                  kernel_configs[wide_cluster_config].clustered &&
+                  kernel_configs[cluster_config].clustered,
+              "16-bit forward rows that no staged cluster holds no register cluster holds either");
 
 /// Of the CTA slots a device has at two CTAs an SM, the share in per mille that clusters of `n`
 /// CTAs fill at once (device_limits::clusters_at_two_an_sm); 1000 where unknown.

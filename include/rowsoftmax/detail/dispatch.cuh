@@ -111,9 +111,9 @@ constexpr auto kernel_ptr() {
 }
 
 /// Calls f(std::integral_constant<int, V>, std::integral_constant<int, Config>) for the plan's
-/// vector width and configuration: the switch from plan to template arguments. A configuration
-/// without a kernel for the op or the width (the staged ones backward, the scalar fallback where
-/// it has none) gives cudaErrorInvalidValue.
+/// vector width and configuration: the switch from plan to template arguments, instantiated for
+/// the configurations that have a kernel for the op and the width (has_kernel) alone. Any other
+/// configuration gives cudaErrorInvalidValue.
 template <class Op, class F, int V, std::size_t... I>
 cudaError_t visit_configs(int config, F&& f, std::integral_constant<int, V> v,
                           std::index_sequence<I...>) {
@@ -123,8 +123,8 @@ cudaError_t visit_configs(int config, F&& f, std::integral_constant<int, V> v,
               err =
                   [&] {
                     constexpr int c = static_cast<int>(I);
-                    if constexpr ((V == 1 && !kernel_configs[c].scalar_ok) ||
-                                  !runs(kernel_configs[c], direction_of<Op>)) {
+                    if constexpr (!has_kernel(c, direction_of<Op>, V,
+                                              sizeof(typename Op::value_type))) {
                       return cudaErrorInvalidValue;
                     } else {
                       return f(v, std::integral_constant<int, c>{});
@@ -424,15 +424,15 @@ cudaError_t launch(plan const& p, typename Op::args const& a, void* workspace,
 /// width or alignment the pointers do not allow, a tiled configuration for rows that are not
 /// contiguous, too little capacity, half tiles in the stash (plan::stash_halves) but for
 /// backward streaming or split, a split plan of more meetings a group than its counter counts,
-/// or a configuration without a kernel for the op or the width (the staged ones backward, the
-/// hinted split one scalar); and
+/// or a configuration without a kernel for the op, the width and the type (has_kernel: those
+/// plan_for never chooses for them, such as the staged ones backward); and
 /// (cudaErrorInvalidConfiguration) a cluster, stash or split the device cannot run.
 template <class Op, std::size_t N>
 cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const& a,
                 cudaStream_t stream, void* workspace = nullptr, std::size_t workspace_bytes = 0) {
   constexpr std::size_t elem = sizeof(typename Op::value_type);
   const row_layout layout = layout_of(t, elem, a.rows, a.cols);
-  if (p.config < 0 || p.config >= num_kernel_configs) return cudaErrorInvalidValue;
+  if (!has_kernel(p.config, direction_of<Op>, p.vec, elem)) return cudaErrorInvalidValue;
   if (p.vec > layout.vec || (layout.shifted && !p.shifted && p.vec > 1) ||
       (kernel_configs[p.config].tiled && !layout.contiguous))
     return cudaErrorInvalidValue;
