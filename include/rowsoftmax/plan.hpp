@@ -427,8 +427,8 @@ constexpr std::int64_t window_capacity(kernel_config const& c, int vec, std::siz
 /// or 1: the scalar fallback) and `elem_size`-byte elements: exactly the configurations plan_for
 /// can choose for them, on any device. The launchers compile a kernel for each of those and no
 /// other (a kernel nobody launches still costs every caller its compile time and code: without
-/// this rule fp32 callers compiled about twice the kernels they could run), and the dispatcher
-/// refuses the others (`run`). plan_for's rules give:
+/// this rule fp32 callers compiled 73 kernels forward and 68 backward, for 45 and 40), and the
+/// dispatcher refuses the others (`run`). plan_for's rules give:
 /// - the scalar fallback: the configurations that allow it (kernel_config::scalar_ok);
 /// - one CTA a row (configurations 0 to last_cta_config): those of one_cta_planned, but for fp32
 ///   those that hold no more than the short-row configurations (fp32 rows of at most 16 vectors,
