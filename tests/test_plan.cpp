@@ -1004,32 +1004,43 @@ TEST(Plan, HalfTilesOnlyInStreamingAndSplitPlans) {
   }
 }
 
-// On devices of any size and shared memory (random, with and without clusters), every plan
-// holds its rows, and a streaming or split plan's stash (whole tiles, then half tiles) fits the
-// shared memory of the CTAs an SM runs and of one CTA; half tiles only in hinted backward split
-// plans.
-TEST(Plan, StashesFitTheSharedMemoryOfAnyDevice) {
+// On devices of any size and shared memory (random, with and without clusters), and on those the
+// dispatcher plans for again where a plan does not fit (no shared memory for a stash, smaller
+// clusters: choose_plan), every plan holds its rows, its configuration has a kernel for its
+// direction, width and type (has_kernel), and a streaming or split plan's stash (whole tiles,
+// then half tiles) fits the shared memory of the CTAs an SM runs and of one CTA (none without
+// shared memory for it); half tiles only in hinted backward split plans.
+TEST(Plan, EveryPlanOfAnyDeviceHoldsItsRowsAndStashAndHasAKernel) {
   std::mt19937_64 g(20261204);
   auto pick = [&](std::int64_t lo, std::int64_t hi) {
     return lo + static_cast<std::int64_t>(g() % static_cast<std::uint64_t>(hi - lo + 1));
   };
+  // Log-uniform over 1..2^(bits / 1000).
+  auto log_pick = [&](std::int64_t bits) {
+    return std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::exp2(static_cast<double>(pick(0, bits)) / 1000)));
+  };
   int halves = 0;
-  for (int i = 0; i < 100000; ++i) {
+  for (int i = 0; i < 400000; ++i) {
     rs::device_limits d;
     d.sm_count = static_cast<int>(pick(1, 200));
     d.compute_capability = pick(0, 1) ? 90 : 80;
     d.max_cluster_size = static_cast<int>(pick(1, 16));
-    d.shared_bytes_per_sm = static_cast<int>(pick(48, 232) * 1024);
-    d.shared_bytes_per_cta = static_cast<int>(
-        std::min<std::int64_t>(d.shared_bytes_per_sm - 1024, pick(48, 227) * 1024));
+    const bool no_stash = pick(0, 4) == 0;
+    d.shared_bytes_per_sm = no_stash ? 0 : static_cast<int>(pick(48, 232) * 1024);
+    d.shared_bytes_per_cta = no_stash ? 0
+                                      : static_cast<int>(std::min<std::int64_t>(
+                                            d.shared_bytes_per_sm - 1024, pick(48, 227) * 1024));
     if (pick(0, 1))
       for (int& n : d.clusters_at_two_an_sm) n = 0;
     const std::size_t elem = pick(0, 2) == 0 ? 4 : 2;
     const int vec = pick(0, 3) == 0 ? 1 : static_cast<int>(16 / elem);
     const rs::row_layout layout{vec, vec > 1 && pick(0, 1) == 1, pick(0, 1) == 1, pick(0, 1) == 1};
     const std::int64_t cols =
-        pick(0, 3) == 0 ? pick(1, std::int64_t{1} << 20) : pick(1 << 17, std::int64_t{1} << 25);
-    const std::int64_t rows = pick(0, 2) == 0 ? pick(1, 16) : pick(1, 2000);
+        pick(0, 3) == 0 ? log_pick(25000) : pick(1 << 17, std::int64_t{1} << 25);
+    const std::int64_t rows = pick(0, 2) == 0   ? pick(1, 16)
+                              : pick(0, 1) == 0 ? pick(1, 2000)
+                                                : log_pick(17000);
     const auto dir = pick(0, 1) ? rs::direction::forward : rs::direction::backward;
     const rs::plan p = rs::plan_for(dir, rows, cols, elem, layout, d, pick(0, 1) == 1);
     SCOPED_TRACE("sms=" + std::to_string(d.sm_count) +
@@ -1049,6 +1060,11 @@ TEST(Plan, StashesFitTheSharedMemoryOfAnyDevice) {
       ASSERT_EQ(p.config, rs::detail::hinted_split_config);
     }
     if (p.algo != algorithm::split && p.algo != algorithm::streaming) continue;
+    if (no_stash) {
+      ASSERT_EQ(p.stash_tiles, 0);
+      ASSERT_EQ(p.stash_halves, 0);
+      continue;
+    }
     const std::int64_t per_cta = p.stash_tiles * rs::detail::stash_tile_bytes(k, tensors) +
                                  p.stash_halves * std::int64_t{k.bytes} * k.threads_per_cta +
                                  rs::detail::cta_smem_reserve;
@@ -1090,42 +1106,6 @@ TEST(Plan, KernelsOfEachDirectionAndType) {
     }
   EXPECT_FALSE(rs::detail::has_kernel(-1, fwd, 4, 4));
   EXPECT_FALSE(rs::detail::has_kernel(rs::detail::num_kernel_configs, fwd, 4, 4));
-}
-
-// On devices of any size, shared memory and cluster size, with and without clusters (random), and
-// on those the dispatcher plans for again where a plan does not fit (no shared memory for a stash,
-// smaller clusters: choose_plan), every plan's configuration has a kernel for its direction,
-// width and type (has_kernel).
-TEST(Plan, EveryPlanHasAKernelOnAnyDevice) {
-  std::mt19937_64 g(20261205);
-  auto pick = [&](std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(g() % static_cast<std::uint64_t>(hi - lo + 1));
-  };
-  for (int i = 0; i < 400000; ++i) {
-    rs::device_limits d;
-    d.sm_count = static_cast<int>(pick(1, 200));
-    d.compute_capability = pick(0, 2) ? 90 : 80;
-    d.max_cluster_size = static_cast<int>(pick(1, 16));
-    d.shared_bytes_per_sm = pick(0, 4) == 0 ? 0 : static_cast<int>(pick(48, 232) * 1024);
-    d.shared_bytes_per_cta = std::max(0, d.shared_bytes_per_sm - 1024);
-    if (pick(0, 1))
-      for (int& n : d.clusters_at_two_an_sm) n = 0;
-    const std::size_t elem = pick(0, 1) == 0 ? 4 : 2;
-    const int vec = pick(0, 3) == 0 ? 1 : static_cast<int>(16 / elem);
-    const rs::row_layout layout{vec, vec > 1 && pick(0, 1) == 1, pick(0, 1) == 1, pick(0, 1) == 1};
-    // Columns log-uniform over 1..2^25, rows over 1..2^17.
-    const std::int64_t cols = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(std::exp2(static_cast<double>(pick(0, 25000)) / 1000)));
-    const std::int64_t rows = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(std::exp2(static_cast<double>(pick(0, 17000)) / 1000)));
-    const auto dir = pick(0, 1) ? rs::direction::forward : rs::direction::backward;
-    const rs::plan p = rs::plan_for(dir, rows, cols, elem, layout, d, pick(0, 1) == 1);
-    ASSERT_TRUE(rs::detail::has_kernel(p.config, dir, vec, elem))
-        << "sms=" << d.sm_count << " cc=" << d.compute_capability
-        << " cluster=" << d.max_cluster_size << " smem=" << d.shared_bytes_per_sm
-        << " elem=" << elem << " vec=" << vec << " shifted=" << layout.shifted << " rows=" << rows
-        << " cols=" << cols << " " << rs::to_string(p);
-  }
 }
 
 // A staged split plan on the H200: groups of CTAs of 32 KB (6 an SM, all resident) that hold a
