@@ -210,7 +210,7 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
     if (forced.stash >= 0) pl.stash_tiles = forced.stash;
     if (forced.halves >= 0) pl.stash_halves = forced.halves;
     if (forced.hinted >= 0)
-      pl.config = forced.hinted > 0 ? detail::hinted_split_config : detail::split_config;
+      pl.config = forced.hinted > 0 ? detail::configs::split_hinted : detail::configs::split;
   }
   // A workspace the call takes (none where the plan keeps it in the output).
   std::size_t ws_bytes = pl.workspace_in_output ? 0 : static_cast<std::size_t>(pl.workspace_bytes);
@@ -406,8 +406,9 @@ void register_against_before(direction dir, char const* group, std::int64_t cols
   const int vec = static_cast<int>(16 / sizeof(T));
   const plan planned = plan_for<T>(dir, rows, cols, {vec, cols % vec != 0, true}, device_limits{});
   forced_config old;
-  for (int c = 0; c <= detail::last_cta_config && old.config < 0; ++c)
-    if (before(detail::kernel_configs[c]) &&
+  for (int c = detail::configs::first_one_cta; c <= detail::configs::widest_one_cta && old.config < 0;
+       ++c)
+    if (before(c) &&
         detail::window_capacity(detail::kernel_configs[c], vec, sizeof(T), 1) >=
             detail::row_windows(detail::kernel_configs[c], {vec, cols % vec != 0}, cols))
       old.config = c;
@@ -474,7 +475,7 @@ void register_type() {
     for (std::int64_t cols : {260, 300, 520, 700, 1100, 2049, 2200, 3000, 4097, 4500, 5000, 6000,
                               7000, 8193, 9000, 10000, 12000})
       register_against_before<T>(
-          dir, "fill", cols, "full", [](detail::kernel_config const& k) { return k.bytes == 128; },
+          dir, "fill", cols, "full", [](int c) { return detail::kernel_configs[c].bytes == 128; },
           [](plan const& p, int before) {
             return p.algo == algorithm::registers && p.config != before;
           },
@@ -484,8 +485,8 @@ void register_type() {
     for (std::int64_t cols : {4, 8, 13, 16, 32, 60, 64, 100, 128})
       register_against_before<T>(
           dir, "short", cols, "one_row",
-          [dir](detail::kernel_config const& k) {
-            return detail::one_cta_planned(k, dir, static_cast<int>(16 / sizeof(T)), sizeof(T));
+          [dir](int c) {
+            return detail::has_kernel(c, dir, static_cast<int>(16 / sizeof(T)), sizeof(T));
           },
           [](plan const& p, int) { return p.rows_per_thread > 1; }, false);
     // Short contiguous rows, misaligned where cols is not a multiple of the vector: tiled, and

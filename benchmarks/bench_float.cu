@@ -28,9 +28,9 @@ void register_float() {
   // planned call timed queued behind a spin (the GPU's time for the call, without the host's
   // time to submit it to an idle GPU).
   const forced_config configs[] = {{},
-                                   {detail::wide_cluster_config, 16},
-                                   {detail::streaming_cluster_config, 8},
-                                   {detail::streaming_cluster_config, 16}};
+                                   {detail::configs::cluster_256t_256B, 16},
+                                   {detail::configs::streaming_cluster, 8},
+                                   {detail::configs::streaming_cluster, 16}};
   for (std::int64_t rows : {1, 8, 64}) {
     for (forced_config config : configs) register_forward("decode", rows, 128256, config, false);
     register_forward("decode", rows, 128256, {}, true);
@@ -43,18 +43,18 @@ void register_float() {
     std::int64_t rows, cols;
     forced_config registers;
   };
-  const mid_shape mids[] = {{128, 28673, {detail::cluster_config, 4}},
-                            {256, 32000, {detail::cluster_config, 4}},
-                            {128, 32769, {detail::wide_cluster_config, 3}},
-                            {512, 32769, {detail::wide_cluster_config, 3}},
-                            {133, 40000, {detail::cluster_config, 5}},
-                            {1536, 40000, {detail::cluster_config, 5}},
-                            {128, 50257, {detail::wide_cluster_config, 4}},
-                            {64, 65536, {detail::cluster_config, 8}},
-                            {64, 100000, {detail::wide_cluster_config, 7}},
-                            {32, 128256, {detail::wide_cluster_config, 8}},
-                            {128, 128256, {detail::wide_cluster_config, 8}},
-                            {300, 128256, {detail::wide_cluster_config, 8}}};
+  const mid_shape mids[] = {{128, 28673, {detail::configs::cluster_256t, 4}},
+                            {256, 32000, {detail::configs::cluster_256t, 4}},
+                            {128, 32769, {detail::configs::cluster_256t_256B, 3}},
+                            {512, 32769, {detail::configs::cluster_256t_256B, 3}},
+                            {133, 40000, {detail::configs::cluster_256t, 5}},
+                            {1536, 40000, {detail::configs::cluster_256t, 5}},
+                            {128, 50257, {detail::configs::cluster_256t_256B, 4}},
+                            {64, 65536, {detail::configs::cluster_256t, 8}},
+                            {64, 100000, {detail::configs::cluster_256t_256B, 7}},
+                            {32, 128256, {detail::configs::cluster_256t_256B, 8}},
+                            {128, 128256, {detail::configs::cluster_256t_256B, 8}},
+                            {300, 128256, {detail::configs::cluster_256t_256B, 8}}};
   for (mid_shape const& m : mids)
     for (forced_config config : {forced_config{}, m.registers})
       register_forward("mid", m.rows, m.cols, config, true);

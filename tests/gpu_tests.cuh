@@ -66,7 +66,7 @@ row_layout layout_for(shape const& s) {
 
 /// Contiguous rows (row stride == cols), at the vector's alignment and one element past it:
 /// misaligned rows where cols is not a multiple of the vector, or at the offset (tiled where
-/// short, see first_tiled_config).
+/// short, see configs::first_tiled).
 template <class T>
 std::vector<shape> contiguous_layouts(std::int64_t rows, std::int64_t cols) {
   return {{rows, cols, cols, cols, 0, 0, false}, {rows, cols, cols, cols, 1, 1, false}};
@@ -138,7 +138,7 @@ template <class T>
 std::int64_t rows_past_few(row_layout layout, std::int64_t cols, device_limits const& limits) {
   const std::int64_t windows = plan_for<T>(direction::forward, 1, cols, layout, limits).windows;
   const std::int64_t ctas = detail::ceil_div(
-      windows, detail::window_capacity(detail::kernel_configs[detail::narrow_cluster_config],
+      windows, detail::window_capacity(detail::kernel_configs[detail::configs::cluster_128t],
                                        layout.vec, sizeof(T), 1));
   return std::max<std::int64_t>(3, 2 * std::int64_t{limits.sm_count} / ctas + 1);
 }
@@ -311,8 +311,8 @@ TYPED_TEST_P(Gpu, EveryConfigurationThatHoldsTheRow) {
     }
 }
 
-// Short rows, 8 a thread (configurations first_short_row_config..last_short_row_config, and
-// tiled, first_tiled_config..last_tiled_config): every cols of at most 16 vectors, planned
+// Short rows, 8 a thread (configurations configs::first_short_rows..configs::last_short_rows, and
+// tiled, configs::first_tiled..configs::last_tiled): every cols of at most 16 vectors, planned
 // (aligned, misaligned, scalar, contiguous at two alignments) and forced through every short-row
 // configuration that holds the row (the tiled ones for contiguous rows), with enough rows that
 // every thread's eight rows hold some and the last CTA is part full; random and special values.
@@ -324,26 +324,26 @@ TYPED_TEST_P(Gpu, ShortRowsSeveralAThread) {
     for (shape s : contiguous_layouts<T>(3, cols)) shapes.push_back(s);
     for (shape s : shapes) {
       const row_layout layout = layout_for<T>(s);
-      for (int c = detail::first_short_row_config - 1; c <= detail::last_tiled_config; ++c) {
+      for (int c = detail::configs::first_short_rows - 1; c <= detail::configs::last_tiled; ++c) {
         launcher<T> run;  // c below the first: planned (up to 1024 rows a CTA)
-        auto const& k = detail::kernel_configs[std::max(c, detail::first_short_row_config)];
+        auto const& k = detail::kernel_configs[std::max(c, detail::configs::first_short_rows)];
         const std::int64_t windows = detail::row_windows(k, layout, cols);
-        if (c >= detail::first_short_row_config &&
+        if (c >= detail::configs::first_short_rows &&
             (layout.vec == 1 || detail::window_capacity(k, layout.vec, sizeof(T)) < windows ||
              (k.tiled && !layout.contiguous)))
           continue;
-        s.rows = 2 * (c < detail::first_short_row_config
+        s.rows = 2 * (c < detail::configs::first_short_rows
                           ? 1024
                           : k.threads_per_cta / k.threads_per_row * k.rows_per_thread) +
                  37;
         ASSERT_EQ(layout_for<T>(s).shifted, layout.shifted);
-        if (c >= detail::first_short_row_config)
+        if (c >= detail::configs::first_short_rows)
           run.forced = detail::make_plan(c, layout, s.rows, windows, sizeof(T));
         SCOPED_TRACE("cols " + std::to_string(cols) + " config " + std::to_string(c));
         const bool special = cols % 5 == 1;
         check_forward<T>(s, seed_of(cols, c, 41), special ? fill::special : fill::random, run);
         // (No tiled kernel backward for fp32, nor of 8 threads a row for 16-bit: has_kernel.)
-        if (c < detail::first_short_row_config ||
+        if (c < detail::configs::first_short_rows ||
             detail::has_kernel(c, direction::backward, layout.vec, sizeof(T)))
           check_backward<T>(s, seed_of(cols, c, 42), special ? fill::special : fill::random, run);
       }
@@ -474,13 +474,13 @@ TYPED_TEST_P(Gpu, ClustersOfMoreBytesAThread) {
   const row_layout aligned{int(vec_of<T>()), false};
   if (limits.compute_capability >= 90 && limits.max_cluster_size == 16) {
     const plan b = plan_for<T>(direction::backward, 17, most144, aligned, limits);
-    EXPECT_EQ(b.config, detail::cluster144_config) << to_string(b);
+    EXPECT_EQ(b.config, detail::configs::cluster_256t_144B) << to_string(b);
     EXPECT_EQ(b.cluster_size, 16) << to_string(b);
     const plan b1 = plan_for<T>(direction::backward, 17, most144 + 1, aligned, limits);
     EXPECT_EQ(b1.algo, algorithm::streaming) << to_string(b1);
     if (fp32) {
       const plan f = plan_for<T>(direction::forward, 17, most288, aligned, limits);
-      EXPECT_EQ(f.config, detail::wide_cluster288_config) << to_string(f);
+      EXPECT_EQ(f.config, detail::configs::cluster_256t_288B) << to_string(f);
       EXPECT_EQ(f.cluster_size, 16) << to_string(f);
       const plan f1 = plan_for<T>(direction::forward, 17, most288 + 1, aligned, limits);
       EXPECT_EQ(f1.algo, algorithm::streaming) << to_string(f1);
@@ -490,9 +490,9 @@ TYPED_TEST_P(Gpu, ClustersOfMoreBytesAThread) {
   const std::int64_t staged[] = {16 * 16384 + 1, 16 * 20480, 16 * 20480 + 1, 16 * 24576,
                                  16 * 24576 + 1};
   if (!fp32 && limits.compute_capability >= 90 && limits.max_cluster_size == 16) {
-    const int configs[] = {detail::staged40_config, detail::staged40_config,
-                           detail::staged48_config, detail::staged48_config,
-                           detail::wide_staged_config};
+    const int configs[] = {detail::configs::staged_40KB, detail::configs::staged_40KB,
+                           detail::configs::staged_48KB, detail::configs::staged_48KB,
+                           detail::configs::staged_64KB};
     for (int i = 0; i < 5; ++i) {
       const plan f = plan_for<T>(direction::forward, 17, staged[i], aligned, limits);
       EXPECT_EQ(f.config, configs[i]) << to_string(f);
@@ -520,7 +520,7 @@ TYPED_TEST_P(Gpu, ClustersOfMoreBytesAThread) {
           limits.sm_count == 132 && limits.clusters_at_two_an_sm[16] == 14) {  // the H200's
         const plan p = plan_for<T>(direction::forward, 17, cols, layout_for<T>(s), limits);
         EXPECT_EQ(p.config,
-                  cols == 163841 ? detail::wide_cluster288_config : detail::wide_cluster_config)
+                  cols == 163841 ? detail::configs::cluster_256t_288B : detail::configs::cluster_256t_256B)
             << to_string(p);
       }
       check_forward<T>(s, seed_of(cols, 17, 35));
@@ -546,7 +546,7 @@ TYPED_TEST_P(Gpu, StagedRowsOfMidLaunches) {
   const auto fp32_ctas = [](std::int64_t cols) {
     return detail::ceil_div(
         detail::ceil_div(cols, 4),
-        detail::window_capacity(detail::kernel_configs[detail::staged_config], 4, 4, 1));
+        detail::window_capacity(detail::kernel_configs[detail::configs::staged_32KB], 4, 4, 1));
   };
   for (std::int64_t cols : {28673, 32769, 50257, 131072}) {
     const std::int64_t fewest = 3 * sms / fp32_ctas(cols) + 1;
@@ -570,10 +570,10 @@ TYPED_TEST_P(Gpu, StagedRowsOfMidLaunches) {
     for (std::int64_t cols : {16385, 18432}) {
       if (staged_here) {
         const plan p = plan_for<T>(direction::forward, most + 1, cols, aligned, limits);
-        EXPECT_EQ(p.config, detail::staged40_config);
+        EXPECT_EQ(p.config, detail::configs::staged_40KB);
         EXPECT_EQ(p.cluster_size, 1);
         EXPECT_EQ(plan_for<T>(direction::forward, most, cols, aligned, limits).config,
-                  detail::last_cta_config);
+                  detail::configs::widest_one_cta);
       }
       check_forward<T>(layouts<T>(most, cols)[0], seed_of(cols, most, 35));
       for (shape s : layouts<T>(most + 1, cols)) {
@@ -644,7 +644,7 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
     const shape s = layouts<T>(rows, (std::int64_t{sizeof(T) == 2 ? 16 : 7} << 20) + 3)[i];
     const plan p = plan_for<T>(direction::backward, s.rows, s.cols, layout_for<T>(s), limits, true);
     const std::int64_t q = detail::row_tiles(p) / p.split_ctas;
-    if (q > p.stash_tiles + 1) EXPECT_EQ(p.config, detail::hinted_split_config) << to_string(p);
+    if (q > p.stash_tiles + 1) EXPECT_EQ(p.config, detail::configs::split_hinted) << to_string(p);
     check_backward<T>(s, seed_of(s.cols, rows, 32), fill::random, with_workspace);
     check_backward<T>(s, seed_of(s.cols, rows, 33), fill::special, with_workspace);
   }
@@ -660,7 +660,7 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
         const plan p =
             plan_for<T>(direction::forward, s.rows, s.cols, layout_for<T>(s), limits, true);
         const std::int64_t q = detail::row_tiles(p) / p.split_ctas;
-        if (q > p.stash_tiles + 1) EXPECT_EQ(p.config, detail::hinted_split_config) << to_string(p);
+        if (q > p.stash_tiles + 1) EXPECT_EQ(p.config, detail::configs::split_hinted) << to_string(p);
         check_forward<T>(s, seed_of(s.cols, rows, 39), fill::random, with_workspace);
         check_forward<T>(s, seed_of(s.cols, rows, 40), fill::special, with_workspace);
       }
@@ -706,7 +706,7 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
 TYPED_TEST_P(Gpu, SplitRowsWhoseSharesChange) {
   using T = TypeParam;
   constexpr int v = static_cast<int>(vec_of<T>());
-  auto const& k = detail::kernel_configs[detail::split_config];
+  auto const& k = detail::kernel_configs[detail::configs::split];
   const std::int64_t tile =
       std::int64_t{k.threads_per_cta} * detail::slots_per_thread(k, v, sizeof(T)) * v;
   const std::int64_t cols = 3 * tile;
@@ -717,7 +717,7 @@ TYPED_TEST_P(Gpu, SplitRowsWhoseSharesChange) {
       for (std::int64_t ctas : {1, 2, 4})
         for (int stash : {0, 1}) {
           plan p = detail::with_groups(
-              detail::make_plan(detail::split_config, layout, s.rows, windows, sizeof(T)), groups,
+              detail::make_plan(detail::configs::split, layout, s.rows, windows, sizeof(T)), groups,
               ctas);
           p.stash_tiles = stash;
           launcher<T> forced;
@@ -725,19 +725,19 @@ TYPED_TEST_P(Gpu, SplitRowsWhoseSharesChange) {
           SCOPED_TRACE(to_string(p) + " " + s.str());
           const std::uint64_t id = static_cast<std::uint64_t>(groups * 8 + ctas);
           check_forward<T>(s, seed_of(id, stash, 28), fill::random, forced);
-          if (detail::has_kernel(detail::hinted_split_config, direction::forward, layout.vec,
+          if (detail::has_kernel(detail::configs::split_hinted, direction::forward, layout.vec,
                                  sizeof(T))) {  // 16-bit
-            forced.forced->config = detail::hinted_split_config;
+            forced.forced->config = detail::configs::split_hinted;
             SCOPED_TRACE("hinted");
             check_forward<T>(s, seed_of(id, stash, 46), fill::random, forced);
           }
           for (int halves : {0, 1}) {
             forced.forced->stash_halves = halves;
-            forced.forced->config = detail::split_config;
+            forced.forced->config = detail::configs::split;
             SCOPED_TRACE("halves=" + std::to_string(halves));
             check_backward<T>(s, seed_of(id, stash * 2 + halves, 29), fill::random, forced);
             if (layout.vec > 1) {
-              forced.forced->config = detail::hinted_split_config;
+              forced.forced->config = detail::configs::split_hinted;
               SCOPED_TRACE("hinted");
               check_backward<T>(s, seed_of(id, stash * 2 + halves, 34), fill::random, forced);
             }
@@ -858,8 +858,8 @@ TYPED_TEST_P(Gpu, SanitizerSubset) {
       const row_layout layout = layout_for<T>(s);
       launcher<T> staged;
       staged.forced = detail::make_plan(
-          detail::staged40_config, layout, s.rows,
-          detail::row_windows(detail::kernel_configs[detail::staged40_config], layout, s.cols),
+          detail::configs::staged_40KB, layout, s.rows,
+          detail::row_windows(detail::kernel_configs[detail::configs::staged_40KB], layout, s.cols),
           sizeof(T), 1);
       check_forward<T>(s, seed_of(s.cols, s.out_offset, 38), fill::random, staged);
     }

@@ -11,9 +11,9 @@ namespace rowsoftmax::detail {
 /// The streaming and split kernels of `Op` at vector width `V` (referencing them compiles them).
 template <class Op, int V>
 int count_row_loop_kernels() {
-  void const* k[] = {reinterpret_cast<void const*>(kernel_ptr<Op, V, streaming_config>()),
-                     reinterpret_cast<void const*>(kernel_ptr<Op, V, streaming_cluster_config>()),
-                     reinterpret_cast<void const*>(kernel_ptr<Op, V, split_config>())};
+  void const* k[] = {reinterpret_cast<void const*>(kernel_ptr<Op, V, configs::streaming_one_cta>()),
+                     reinterpret_cast<void const*>(kernel_ptr<Op, V, configs::streaming_cluster>()),
+                     reinterpret_cast<void const*>(kernel_ptr<Op, V, configs::split>())};
   int n = 0;
   for (void const* p : k) n += p != nullptr;
   return n;
@@ -23,9 +23,9 @@ template <class T>
 int count_kernels_of() {
   constexpr int V = 16 / sizeof(T);
   // The hinted split kernels: backward and 16-bit forward (has_kernel).
-  int hinted = kernel_ptr<backward_op<T>, V, hinted_split_config>() != nullptr ? 1 : 0;
-  if constexpr (has_kernel(hinted_split_config, direction::forward, V, sizeof(T)))
-    hinted += kernel_ptr<forward_op<T>, V, hinted_split_config>() != nullptr ? 1 : 0;
+  int hinted = kernel_ptr<backward_op<T>, V, configs::split_hinted>() != nullptr ? 1 : 0;
+  if constexpr (has_kernel(configs::split_hinted, direction::forward, V, sizeof(T)))
+    hinted += kernel_ptr<forward_op<T>, V, configs::split_hinted>() != nullptr ? 1 : 0;
   return count_row_loop_kernels<forward_op<T>, V>() + count_row_loop_kernels<forward_op<T>, 1>() +
          count_row_loop_kernels<backward_op<T>, V>() + count_row_loop_kernels<backward_op<T>, 1>() +
          hinted;

@@ -118,19 +118,19 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
 // forward, 4 backward, 16-bit only); longer rows, other misaligned 16-bit rows and the scalar
 // fallback, one row a thread.
 TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
-  for (int c = rs::detail::first_short_row_config; c <= rs::detail::last_short_row_config; ++c) {
+  for (int c = rs::detail::configs::first_short_rows; c <= rs::detail::configs::last_short_rows; ++c) {
     auto const& k = kernel_configs[c];
     EXPECT_EQ(k.algo, algorithm::registers);
-    EXPECT_EQ(k.threads_per_row, 1 << (c - rs::detail::first_short_row_config));
+    EXPECT_EQ(k.threads_per_row, 1 << (c - rs::detail::configs::first_short_rows));
     EXPECT_EQ(k.rows_per_thread, 8);
     EXPECT_FALSE(k.clustered);
     EXPECT_FALSE(k.scalar_ok);
   }
   // The tiled ones: the same threads and rows, copied through shared memory.
-  for (int c = rs::detail::first_tiled_config; c <= rs::detail::last_tiled_config; ++c) {
+  for (int c = rs::detail::configs::first_tiled; c <= rs::detail::configs::last_tiled; ++c) {
     auto const& k = kernel_configs[c];
     auto const& untiled =
-        kernel_configs[c - rs::detail::first_tiled_config + rs::detail::first_short_row_config];
+        kernel_configs[c - rs::detail::configs::first_tiled + rs::detail::configs::first_short_rows];
     EXPECT_TRUE(k.tiled);
     EXPECT_EQ(k.algo, untiled.algo);
     EXPECT_EQ(k.threads_per_row, untiled.threads_per_row);
@@ -140,35 +140,28 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
     EXPECT_EQ(k.clustered, untiled.clustered);
     EXPECT_EQ(k.scalar_ok, untiled.scalar_ok);
   }
-  // After them, clusters of 144 and 288 bytes a thread, staged CTAs of 160 and 192.
-  EXPECT_EQ(rs::detail::cluster144_config, rs::detail::last_tiled_config + 1);
-  EXPECT_EQ(rs::detail::wide_cluster288_config, rs::detail::last_tiled_config + 2);
-  EXPECT_EQ(rs::detail::staged40_config, rs::detail::last_tiled_config + 3);
-  EXPECT_EQ(rs::detail::staged48_config, rs::detail::last_tiled_config + 4);
-  EXPECT_EQ(rs::detail::hinted_split_config, rs::detail::last_tiled_config + 5);
-  EXPECT_EQ(rs::detail::hinted_split_config + 1, rs::detail::num_kernel_configs);
-  for (int c : {rs::detail::staged40_config, rs::detail::staged48_config}) {
+  for (int c : {rs::detail::configs::staged_40KB, rs::detail::configs::staged_48KB}) {
     auto const& k = kernel_configs[c];
     EXPECT_EQ(k.algo, algorithm::staged);
-    EXPECT_EQ(k.bytes, c == rs::detail::staged40_config ? 160 : 192);
-    EXPECT_EQ(rs::detail::ctas_per_sm(k, 1, 2), c == rs::detail::staged40_config ? 5 : 4);
+    EXPECT_EQ(k.bytes, c == rs::detail::configs::staged_40KB ? 160 : 192);
+    EXPECT_EQ(rs::detail::ctas_per_sm(k, 1, 2), c == rs::detail::configs::staged_40KB ? 5 : 4);
     EXPECT_TRUE(k.clustered);
   }
-  for (int c : {rs::detail::cluster144_config, rs::detail::wide_cluster288_config}) {
+  for (int c : {rs::detail::configs::cluster_256t_144B, rs::detail::configs::cluster_256t_288B}) {
     auto const& k = kernel_configs[c];
     EXPECT_EQ(k.algo, algorithm::cluster);
-    EXPECT_EQ(k.bytes, c == rs::detail::cluster144_config ? 144 : 288);
+    EXPECT_EQ(k.bytes, c == rs::detail::configs::cluster_256t_144B ? 144 : 288);
     EXPECT_EQ(k.threads_per_cta, 256);
     EXPECT_EQ(k.threads_per_row, 256);
     EXPECT_TRUE(k.clustered);
     EXPECT_FALSE(k.scalar_ok);
   }
   for (int c = 0; c < rs::detail::num_kernel_configs; ++c) {
-    if (c < rs::detail::first_short_row_config || c > rs::detail::last_tiled_config) {
+    if (c < rs::detail::configs::first_short_rows || c > rs::detail::configs::last_tiled) {
       EXPECT_EQ(kernel_configs[c].rows_per_thread, 1) << "config " << c;
     }
     EXPECT_EQ(kernel_configs[c].tiled,
-              c >= rs::detail::first_tiled_config && c <= rs::detail::last_tiled_config)
+              c >= rs::detail::configs::first_tiled && c <= rs::detail::configs::last_tiled)
         << "config " << c;
   }
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}})
@@ -189,7 +182,7 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
               ASSERT_EQ(p.tiled, tiled);
               if (tiled || (vec > 1 && (elem == 4 || !shifted) && p.windows <= 16)) {
                 const int first =
-                    tiled ? rs::detail::first_tiled_config : rs::detail::first_short_row_config;
+                    tiled ? rs::detail::configs::first_tiled : rs::detail::configs::first_short_rows;
                 ASSERT_GE(p.config, first);
                 ASSERT_LE(p.config, first + (tiled ? (fwd ? 3 : 2) : 4));
                 ASSERT_EQ(p.vecs_per_thread, 1);
@@ -211,7 +204,8 @@ TEST(Plan, RegisterTierIsTheSmallestThatFits) {
     for (int vec : {static_cast<int>(16 / elem), 1}) {
       // The one-CTA configurations hold more windows in table order, so the first planned
       // one that holds a row is the smallest.
-      for (int c = 1; c <= rs::detail::last_cta_config; ++c)
+      for (int c = rs::detail::configs::first_one_cta + 1; c <= rs::detail::configs::widest_one_cta;
+           ++c)
         EXPECT_LE(window_capacity(kernel_configs[c - 1], vec, elem),
                   window_capacity(kernel_configs[c], vec, elem))
             << "config " << c;
@@ -220,11 +214,11 @@ TEST(Plan, RegisterTierIsTheSmallestThatFits) {
           if (vec == 1 && shifted) continue;
           for (std::int64_t cols = 1; cols <= 40000; ++cols) {
             const rs::plan p = rs::plan_for(dir, 5, cols, elem, {vec, shifted}, h200);
-            if (p.config > rs::detail::last_cta_config) continue;
-            ASSERT_TRUE(rs::detail::one_cta_planned(kernel_configs[p.config], dir, vec, elem));
+            if (!rs::detail::configs::is_one_cta(p.config)) continue;
+            ASSERT_TRUE(rs::detail::has_kernel(p.config, dir, vec, elem));
             // No planned configuration before it would have held the row.
-            for (int c = 0; c < p.config; ++c) {
-              if (!rs::detail::one_cta_planned(kernel_configs[c], dir, vec, elem)) continue;
+            for (int c = rs::detail::configs::first_one_cta; c < p.config; ++c) {
+              if (!rs::detail::has_kernel(c, dir, vec, elem)) continue;
               ASSERT_LT(window_capacity(kernel_configs[c], vec, elem), p.windows)
                   << "cols=" << cols << " config " << c << " before " << p.config;
             }
@@ -233,20 +227,22 @@ TEST(Plan, RegisterTierIsTheSmallestThatFits) {
     }
 }
 
-// The configurations planned besides those of 128 bytes a thread: 16-bit rows all of 4 threads
-// or more but backward 144 bytes at 32 threads or fewer, fp32 rows 80 and 144 bytes at 32 threads
-// or more.
+// The one-CTA configurations with kernels: 16-bit rows all but backward 144 bytes at 32 threads
+// or fewer; fp32 rows 128 bytes from 4 threads (fewer: short rows) and 80 and 144 bytes at 32
+// threads or more; the scalar fallback those of 128 bytes.
 TEST(Plan, OneCtaConfigurationsPlannedForEachType) {
-  for (int c = 0; c <= rs::detail::last_cta_config; ++c) {
+  for (int c = rs::detail::configs::first_one_cta; c <= rs::detail::configs::widest_one_cta; ++c) {
     auto const& k = kernel_configs[c];
     SCOPED_TRACE(c);
     const bool whole_warps = k.threads_per_row >= 32;
     for (auto dir : {rs::direction::forward, rs::direction::backward}) {
-      EXPECT_EQ(rs::detail::one_cta_planned(k, dir, 8, 2),
+      EXPECT_EQ(rs::detail::has_kernel(c, dir, 8, 2),
                 !(dir == rs::direction::backward && k.bytes == 144 && k.threads_per_row <= 32));
-      EXPECT_EQ(rs::detail::one_cta_planned(k, dir, 4, 4),
-                k.bytes == 128 || (whole_warps && (k.bytes == 80 || k.bytes == 144)));
-      EXPECT_EQ(rs::detail::one_cta_planned(k, dir, 1, 2), k.scalar_ok);
+      EXPECT_EQ(rs::detail::has_kernel(c, dir, 4, 4),
+                (k.bytes == 128 && k.threads_per_row >= 4) ||
+                    (whole_warps && (k.bytes == 80 || k.bytes == 144)));
+      EXPECT_EQ(rs::detail::has_kernel(c, dir, 1, 2), k.scalar_ok);
+      EXPECT_EQ(k.scalar_ok, k.bytes == 128);
     }
   }
 }
@@ -263,7 +259,7 @@ TEST(Plan, RowsOfOneCtaLeaveFewSlotsIdle) {
         for (std::int64_t cols = 1; cols <= 16384; ++cols) {
           const rs::plan p = rs::plan_for(dir, 5, cols, elem, {vec, shifted}, h200);
           // (Short rows, 8 a thread, leave at most half their threads idle:
-          // first_short_row_config.)
+          // configs::first_short_rows.)
           if (p.algo != algorithm::registers || p.rows_per_thread > 1 ||
               p.threads_per_row < (elem == 2 ? 4 : 32))
             continue;
@@ -387,10 +383,10 @@ TEST(Plan, TiersOnH200) {
     // thread, 288 where they take fewer CTAs that the H200 runs about as fully at once (clusters
     // of 4 at 94% of its slots against 5 at 89%).
     EXPECT_EQ(fwd(elem, 2048 * n + 1).cluster_size, 4);
-    EXPECT_EQ(fwd(elem, 2048 * n + 1).config, rs::detail::wide_cluster288_config);
+    EXPECT_EQ(fwd(elem, 2048 * n + 1).config, rs::detail::configs::cluster_256t_288B);
     EXPECT_EQ(fwd(elem, 2048 * n + 1).vecs_per_thread * fwd(elem, 2048 * n + 1).vec, 9 * n / 4);
     EXPECT_EQ(fwd(elem, 4096 * n).cluster_size, 8);
-    EXPECT_EQ(fwd(elem, 4096 * n).config, rs::detail::wide_cluster_config);  // 8 CTAs either way
+    EXPECT_EQ(fwd(elem, 4096 * n).config, rs::detail::configs::cluster_256t_256B);  // 8 CTAs either way
     // Vocabulary rows: as many CTAs as they need.
     EXPECT_EQ(fwd(elem, 32000).cluster_size, 4);  // staged: 1024 rows (Fp32ForwardStagedInMid...)
     EXPECT_EQ(fwd(elem, 32000).algo, algorithm::staged);
@@ -400,7 +396,7 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 50257).algo, algorithm::staged);
     EXPECT_EQ(fwd(elem, 50257).cluster_size, 7);
     EXPECT_EQ(rs::plan_for(rs::direction::forward, 2670, 50257, elem, {4, false}, h200).config,
-              rs::detail::wide_cluster_config);
+              rs::detail::configs::cluster_256t_256B);
     EXPECT_EQ(
         rs::plan_for(rs::direction::forward, 2670, 50257, elem, {4, false}, h200).cluster_size, 4);
     // 128256: 8 CTAs of 256 bytes (91%), not 7 of 288 (85%).
@@ -411,13 +407,13 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 4096 * n + 1).vecs_per_thread * fwd(elem, 4096 * n + 1).vec, 9 * n / 4);
     EXPECT_EQ(fwd(elem, 4096 * n + 1).cluster_size, 8);
     EXPECT_EQ(fwd(elem, 151936).cluster_size, 9);
-    EXPECT_EQ(fwd(elem, 151936).config, rs::detail::wide_cluster288_config);
+    EXPECT_EQ(fwd(elem, 151936).config, rs::detail::configs::cluster_256t_288B);
     // 16 of 256 (85%) rather than 15 of 288 (80%).
     EXPECT_EQ(fwd(elem, 8192 * n).algo, algorithm::cluster);
-    EXPECT_EQ(fwd(elem, 8192 * n).config, rs::detail::wide_cluster_config);
+    EXPECT_EQ(fwd(elem, 8192 * n).config, rs::detail::configs::cluster_256t_256B);
     EXPECT_EQ(fwd(elem, 8192 * n).cluster_size, 16);
     // Beyond 16 CTAs of 256 bytes, those of 288.
-    EXPECT_EQ(fwd(elem, 8192 * n + 1).config, rs::detail::wide_cluster288_config);
+    EXPECT_EQ(fwd(elem, 8192 * n + 1).config, rs::detail::configs::cluster_256t_288B);
     EXPECT_EQ(fwd(elem, 8192 * n + 1).cluster_size, 15);
     EXPECT_EQ(fwd(elem, 9216 * n).cluster_size, 16);
     EXPECT_EQ(fwd(elem, 9216 * n).algo, algorithm::cluster);
@@ -434,7 +430,7 @@ TEST(Plan, TiersOnH200) {
               n);
     EXPECT_EQ(fwd(elem, 2048 * n + 1, hopper_portable).cluster_size, 4);  // 288 bytes a thread
     EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).cluster_size, 8);
-    EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).config, rs::detail::wide_cluster288_config);
+    EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).config, rs::detail::configs::cluster_256t_288B);
     EXPECT_EQ(fwd(elem, 4608 * n + 1, hopper_portable).algo, algorithm::streaming);
     EXPECT_EQ(fwd(elem, 4608 * n + 1, hopper_portable).cluster_size, 8);
     // Without clusters (sm_80): one 512-thread CTA up to twice a CTA, then one CTA streams.
@@ -498,11 +494,11 @@ TEST(Plan, WideForwardClustersForLongRowsInFullerLaunches) {
   // rows; 57 to 1131 rows take 7 staged CTAs a row (Fp32ForwardStagedInMidLaunches), and longer
   // launches 4 CTAs of 256 bytes a thread.
   for (std::int64_t rows : {1, 20, 21, 40, 56}) {
-    EXPECT_EQ(plan(rs::direction::forward, rows, 50257).config, rs::detail::narrow_cluster_config);
+    EXPECT_EQ(plan(rs::direction::forward, rows, 50257).config, rs::detail::configs::cluster_128t);
     EXPECT_EQ(plan(rs::direction::forward, rows, 50257).cluster_size, 13);
   }
   for (std::int64_t rows : {1132, 2670}) {
-    EXPECT_EQ(plan(rs::direction::forward, rows, 50257).config, rs::detail::wide_cluster_config);
+    EXPECT_EQ(plan(rs::direction::forward, rows, 50257).config, rs::detail::configs::cluster_256t_256B);
     EXPECT_EQ(plan(rs::direction::forward, rows, 50257).cluster_size, 4);
   }
   // Backward keeps 128 bytes a thread a tensor; 8 CTAs of them stay so in every direction.
@@ -536,7 +532,7 @@ TEST(Plan, Fp32ForwardClustersOf288BytesWhereTheyFillTheDeviceAsWell) {
     const rs::plan p = fwd(rows, cols);
     SCOPED_TRACE(std::to_string(cols) + ": " + rs::to_string(p));
     EXPECT_EQ(p.config,
-              ctas > 0 ? rs::detail::wide_cluster288_config : rs::detail::wide_cluster_config);
+              ctas > 0 ? rs::detail::configs::cluster_256t_288B : rs::detail::configs::cluster_256t_256B);
     if (ctas > 0) {
       EXPECT_EQ(p.cluster_size, ctas);
       EXPECT_EQ(p.vecs_per_thread, 18);
@@ -547,22 +543,22 @@ TEST(Plan, Fp32ForwardClustersOf288BytesWhereTheyFillTheDeviceAsWell) {
     const rs::plan q = fwd(rows, cols, unknown);
     const std::int64_t w = q.windows;
     EXPECT_EQ(q.config, (w + 4607) / 4608 < (w + 4095) / 4096 || w > 16 * 4096
-                            ? rs::detail::wide_cluster288_config
-                            : rs::detail::wide_cluster_config);
+                            ? rs::detail::configs::cluster_256t_288B
+                            : rs::detail::configs::cluster_256t_256B);
   }
   // A device whose clusters of 9 fill it less than those of 11: 256 bytes at 163841.
   rs::device_limits other = h200;
   other.clusters_at_two_an_sm[9] = 12;
-  EXPECT_EQ(fwd(512, 163841, other).config, rs::detail::wide_cluster_config);
+  EXPECT_EQ(fwd(512, 163841, other).config, rs::detail::configs::cluster_256t_256B);
   EXPECT_EQ(fwd(512, 163841, other).cluster_size, 11);
   // Neither 16-bit forward (staged) nor backward.
   for (std::int64_t cols : {163841, 262143, 524288}) {
-    EXPECT_NE(fwd(512, cols, h200, 2).config, rs::detail::wide_cluster288_config);
+    EXPECT_NE(fwd(512, cols, h200, 2).config, rs::detail::configs::cluster_256t_288B);
     EXPECT_NE(rs::plan_for(rs::direction::backward, 512, cols, 4, {4, false}, h200).config,
-              rs::detail::wide_cluster288_config);
+              rs::detail::configs::cluster_256t_288B);
   }
   // Launches of a few rows that take 128-thread CTAs keep them (128256, rows 1-6: 16 CTAs).
-  EXPECT_EQ(fwd(1, 128256).config, rs::detail::cluster_config);
+  EXPECT_EQ(fwd(1, 128256).config, rs::detail::configs::cluster_256t);
 }
 
 TEST(Plan, BackwardClustersOf144BytesForRowsThe128ByteClustersDoNotHold) {
@@ -574,12 +570,12 @@ TEST(Plan, BackwardClustersOf144BytesForRowsThe128ByteClustersDoNotHold) {
       return rs::plan_for(rs::direction::backward, 512, cols, elem, {int(v), shifted}, d);
     };
     const std::int64_t most128 = 16 * 256 * 8 * v, most144 = 16 * 256 * 9 * v;
-    EXPECT_EQ(bwd(most128).config, rs::detail::cluster_config);
+    EXPECT_EQ(bwd(most128).config, rs::detail::configs::cluster_256t);
     EXPECT_EQ(bwd(most128).cluster_size, 16);
-    EXPECT_EQ(bwd(most128 + 1).config, rs::detail::cluster144_config);
+    EXPECT_EQ(bwd(most128 + 1).config, rs::detail::configs::cluster_256t_144B);
     EXPECT_EQ(bwd(most128 + 1).cluster_size, 15);
-    EXPECT_EQ(bwd(most128 - 1, true).config, rs::detail::cluster144_config);  // a head: 1 more
-    EXPECT_EQ(bwd(most144).config, rs::detail::cluster144_config);
+    EXPECT_EQ(bwd(most128 - 1, true).config, rs::detail::configs::cluster_256t_144B);  // a head: 1 more
+    EXPECT_EQ(bwd(most144).config, rs::detail::configs::cluster_256t_144B);
     EXPECT_EQ(bwd(most144).cluster_size, 16);
     EXPECT_EQ(bwd(most144).vecs_per_thread, 9);
     EXPECT_EQ(bwd(most144 + 1).algo, algorithm::streaming);
@@ -587,21 +583,21 @@ TEST(Plan, BackwardClustersOf144BytesForRowsThe128ByteClustersDoNotHold) {
     // The same with or without a workspace: read once.
     const rs::plan w =
         rs::plan_for(rs::direction::backward, 512, most144, elem, {int(v), false}, h200, true);
-    EXPECT_EQ(w.config, rs::detail::cluster144_config);
+    EXPECT_EQ(w.config, rs::detail::configs::cluster_256t_144B);
     EXPECT_EQ(w.workspace_bytes, 0);
     // Rows the 128-byte clusters hold keep them, and 16-bit rows of 11 or 12 of them stream.
-    EXPECT_EQ(bwd(most128 / 2 + 1).config, rs::detail::cluster_config);
+    EXPECT_EQ(bwd(most128 / 2 + 1).config, rs::detail::configs::cluster_256t);
     if (elem == 2) {
       EXPECT_EQ(bwd(163841, true).algo, algorithm::streaming);
     }
     // Clusters of up to 8: beyond 8 CTAs of 128 bytes.
-    EXPECT_EQ(bwd(most128 / 2 + 1, false, hopper_portable).config, rs::detail::cluster144_config);
+    EXPECT_EQ(bwd(most128 / 2 + 1, false, hopper_portable).config, rs::detail::configs::cluster_256t_144B);
     EXPECT_EQ(bwd(most128 / 2 + 1, false, hopper_portable).cluster_size, 8);
     EXPECT_EQ(bwd(most144 / 2 + 1, false, hopper_portable).algo, algorithm::streaming);
     // Not forward, nor without clusters.
     EXPECT_NE(
         rs::plan_for(rs::direction::forward, 512, most128 + 1, elem, {int(v), false}, h200).config,
-        rs::detail::cluster144_config);
+        rs::detail::configs::cluster_256t_144B);
     EXPECT_EQ(bwd(most128 + 1, false, a100).algo, algorithm::streaming);
   }
 }
@@ -623,11 +619,11 @@ TEST(Plan, FewForwardRowsTakeTheMost128ThreadCtas) {
           SCOPED_TRACE("elem=" + std::to_string(elem) + " rows=" + std::to_string(rows) +
                        " cols=" + std::to_string(cols) + " " + rs::to_string(p));
           if (rows * n <= 264) {
-            ASSERT_EQ(p.config, rs::detail::narrow_cluster_config);
+            ASSERT_EQ(p.config, rs::detail::configs::cluster_128t);
             ASSERT_EQ(p.cluster_size, n);
             ASSERT_EQ(p.threads_per_cta, 128);
           } else if (elem == 2) {
-            ASSERT_NE(p.config, rs::detail::narrow_cluster_config);  // staged
+            ASSERT_NE(p.config, rs::detail::configs::cluster_128t);  // staged
           }
         }
       }
@@ -637,9 +633,9 @@ TEST(Plan, FewForwardRowsTakeTheMost128ThreadCtas) {
     return rs::plan_for(rs::direction::forward, rows, cols, elem, {int(16 / elem), false}, d);
   };
   // 50257 16-bit columns: 7 CTAs up to 37 rows (259), then three staged CTAs of 40 KB.
-  EXPECT_EQ(fwd(37, 50257, 2).config, rs::detail::narrow_cluster_config);
+  EXPECT_EQ(fwd(37, 50257, 2).config, rs::detail::configs::cluster_128t);
   EXPECT_EQ(fwd(37, 50257, 2).cluster_size, 7);
-  EXPECT_EQ(fwd(38, 50257, 2).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(38, 50257, 2).config, rs::detail::configs::staged_40KB);
   EXPECT_EQ(fwd(38, 50257, 2).cluster_size, 3);
   // fp32 32000 columns: 8 CTAs up to 33 rows, then 4 of 256 threads.
   EXPECT_EQ(fwd(33, 32000, 4).cluster_size, 8);
@@ -648,13 +644,13 @@ TEST(Plan, FewForwardRowsTakeTheMost128ThreadCtas) {
   // Rows that 16 such CTAs do not hold, or fewer allowed: as planned otherwise.
   EXPECT_EQ(fwd(1, 16 * 8192 + 1, 2).algo, algorithm::staged);
   EXPECT_EQ(fwd(1, 65537, 4).threads_per_cta, 256);
-  EXPECT_EQ(fwd(1, 65536, 4, hopper_portable).config, rs::detail::cluster_config);
+  EXPECT_EQ(fwd(1, 65536, 4, hopper_portable).config, rs::detail::configs::cluster_256t);
   EXPECT_EQ(fwd(1, 65536, 4, hopper_portable).cluster_size, 8);
-  EXPECT_EQ(fwd(1, 32000, 4, hopper_portable).config, rs::detail::narrow_cluster_config);
+  EXPECT_EQ(fwd(1, 32000, 4, hopper_portable).config, rs::detail::configs::cluster_128t);
   EXPECT_EQ(fwd(1, 32000, 4, a100).cluster_size, 1);
   // Backward keeps the CTAs of 256 threads (where they leave no more slots idle).
   const auto b = rs::plan_for(rs::direction::backward, 1, 32000, 2, {8, false}, h200);
-  EXPECT_EQ(b.config, rs::detail::cluster_config);
+  EXPECT_EQ(b.config, rs::detail::configs::cluster_256t);
   EXPECT_EQ(b.cluster_size, 2);
 }
 
@@ -744,7 +740,7 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
         SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " " +
                      rs::to_string(p));
         EXPECT_EQ(p.algo, algorithm::staged);
-        EXPECT_EQ(p.config, rs::detail::staged_config);
+        EXPECT_EQ(p.config, rs::detail::configs::staged_32KB);
         // The fewest CTAs that hold the row (its windows, a head window where shifted).
         EXPECT_EQ(p.cluster_size, rs::detail::ceil_div(p.windows, 2048));
         EXPECT_EQ(p.vecs_per_thread, 8);
@@ -768,28 +764,28 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
           const bool forty =
               (windows > 2 * 2048 && windows <= 4352) || (windows > 3 * 2048 && windows <= 6553);
           ASSERT_EQ(p.algo, algorithm::staged);
-          ASSERT_EQ(p.config, forty ? rs::detail::staged40_config : rs::detail::staged_config);
+          ASSERT_EQ(p.config, forty ? rs::detail::configs::staged_40KB : rs::detail::configs::staged_32KB);
           ASSERT_EQ(p.cluster_size, rs::detail::ceil_div(windows, forty ? 2560 : 2048));
           ASSERT_EQ(p.vecs_per_thread, forty ? 10 : 8);
           ASSERT_EQ(p.grid_ctas, rows * p.cluster_size);
         }
   EXPECT_EQ(fwd(1046, 50257, true).cluster_size, 3);
-  EXPECT_EQ(fwd(1046, 50257, true).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(1046, 50257, true).config, rs::detail::configs::staged_40KB);
   EXPECT_EQ(fwd(1046, 52424).cluster_size, 3);
   EXPECT_EQ(fwd(1046, 52425).cluster_size, 4);
   EXPECT_EQ(fwd(1046, 49152).cluster_size, 3);
-  EXPECT_EQ(fwd(1046, 49152).config, rs::detail::staged_config);
-  EXPECT_EQ(fwd(1046, 49153).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(1046, 49152).config, rs::detail::configs::staged_32KB);
+  EXPECT_EQ(fwd(1046, 49153).config, rs::detail::configs::staged_40KB);
   EXPECT_EQ(fwd(1046, 32768).cluster_size, 2);
-  EXPECT_EQ(fwd(1046, 32768).config, rs::detail::staged_config);
+  EXPECT_EQ(fwd(1046, 32768).config, rs::detail::configs::staged_32KB);
   EXPECT_EQ(fwd(1046, 32769).cluster_size, 2);
-  EXPECT_EQ(fwd(1046, 32769).config, rs::detail::staged40_config);
-  EXPECT_EQ(fwd(1046, 34816).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(1046, 32769).config, rs::detail::configs::staged_40KB);
+  EXPECT_EQ(fwd(1046, 34816).config, rs::detail::configs::staged_40KB);
   EXPECT_EQ(fwd(1046, 34817).cluster_size, 3);
-  EXPECT_EQ(fwd(1046, 34817).config, rs::detail::staged_config);
+  EXPECT_EQ(fwd(1046, 34817).config, rs::detail::configs::staged_32KB);
   // Rows a few (at most two 128-thread CTAs an SM): the narrow clusters.
-  EXPECT_EQ(fwd(52, 32769).config, rs::detail::narrow_cluster_config);
-  EXPECT_EQ(fwd(53, 32769).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(52, 32769).config, rs::detail::configs::cluster_128t);
+  EXPECT_EQ(fwd(53, 32769).config, rs::detail::configs::staged_40KB);
   EXPECT_EQ(fwd(512, 16 * cta).cluster_size, 16);
   // Rows 16 such CTAs do not hold (a shifted row of 16 CTAs' elements needs one window more):
   // the fewest CTAs of 40, 48 or 64 KB (20K, 24K, 32K elements), the smallest that hold the row
@@ -806,28 +802,28 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
         const std::int64_t per_cta = p.windows <= 16 * 2560   ? 2560
                                      : p.windows <= 16 * 3072 ? 3072
                                                               : 4096;
-        EXPECT_EQ(p.config, per_cta == 2560   ? rs::detail::staged40_config
-                            : per_cta == 3072 ? rs::detail::staged48_config
-                                              : rs::detail::wide_staged_config);
+        EXPECT_EQ(p.config, per_cta == 2560   ? rs::detail::configs::staged_40KB
+                            : per_cta == 3072 ? rs::detail::configs::staged_48KB
+                                              : rs::detail::configs::staged_64KB);
         EXPECT_EQ(p.cluster_size, rs::detail::ceil_div(p.windows, per_cta));
         EXPECT_EQ(p.vecs_per_thread, per_cta / 256);
         EXPECT_EQ(p.grid_ctas, rows * p.cluster_size);
       }
   EXPECT_EQ(fwd(512, 16 * cta, true).cluster_size, 13);
-  EXPECT_EQ(fwd(512, 16 * cta, true).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(512, 16 * cta, true).config, rs::detail::configs::staged_40KB);
   EXPECT_EQ(fwd(341, 24 * cta).cluster_size, 16);
-  EXPECT_EQ(fwd(341, 24 * cta).config, rs::detail::staged48_config);
+  EXPECT_EQ(fwd(341, 24 * cta).config, rs::detail::configs::staged_48KB);
   EXPECT_EQ(fwd(341, 24 * cta, true).cluster_size, 13);
-  EXPECT_EQ(fwd(341, 24 * cta, true).config, rs::detail::wide_staged_config);
+  EXPECT_EQ(fwd(341, 24 * cta, true).config, rs::detail::configs::staged_64KB);
   EXPECT_EQ(fwd(256, 32 * cta + 1).algo, algorithm::streaming);
   // Clusters of at most 8 (size 16 refused): 32 KB CTAs up to 8, then 40, 48 and 64 KB ones up
   // to 8, then streaming.
-  EXPECT_EQ(fwd(1046, 8 * cta, false, hopper_portable).config, rs::detail::staged_config);
+  EXPECT_EQ(fwd(1046, 8 * cta, false, hopper_portable).config, rs::detail::configs::staged_32KB);
   EXPECT_EQ(fwd(1046, 8 * cta, false, hopper_portable).cluster_size, 8);
-  EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).config, rs::detail::configs::staged_40KB);
   EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).cluster_size, 7);
-  EXPECT_EQ(fwd(1046, 12 * cta, false, hopper_portable).config, rs::detail::staged48_config);
-  EXPECT_EQ(fwd(1046, 12 * cta + 1, false, hopper_portable).config, rs::detail::wide_staged_config);
+  EXPECT_EQ(fwd(1046, 12 * cta, false, hopper_portable).config, rs::detail::configs::staged_48KB);
+  EXPECT_EQ(fwd(1046, 12 * cta + 1, false, hopper_portable).config, rs::detail::configs::staged_64KB);
   EXPECT_EQ(fwd(1046, 16 * cta + 1, false, hopper_portable).algo, algorithm::streaming);
   // No clusters (sm_80): never staged. Backward: never staged (fp32 forward: the next test).
   EXPECT_EQ(fwd(1046, 9 * cta / 8 + 1, false, a100).algo, algorithm::registers);
@@ -838,12 +834,12 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
           rs::plan_for(rs::direction::backward, 64, cols, elem, {int(16 / elem), false}, h200).algo,
           algorithm::staged);
   // The staged configurations have kernels forward only, and but for CTAs of 32 KB 16-bit only.
-  for (int c : {rs::detail::staged_config, rs::detail::staged40_config, rs::detail::staged48_config,
-                rs::detail::wide_staged_config, rs::detail::staged_split_config})
+  for (int c : {rs::detail::configs::staged_32KB, rs::detail::configs::staged_40KB, rs::detail::configs::staged_48KB,
+                rs::detail::configs::staged_64KB, rs::detail::configs::staged_split})
     for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
       const int vec = static_cast<int>(16 / elem);
       EXPECT_EQ(rs::detail::has_kernel(c, rs::direction::forward, vec, elem),
-                elem == 2 || c == rs::detail::staged_config);
+                elem == 2 || c == rs::detail::configs::staged_32KB);
       EXPECT_FALSE(rs::detail::has_kernel(c, rs::direction::backward, vec, elem));
       EXPECT_FALSE(rs::detail::has_kernel(c, rs::direction::forward, 1, elem));
     }
@@ -864,15 +860,15 @@ TEST(Plan, SixteenBitForwardRowsOfTheWidestCtaStagedInFullLaunches) {
       const std::int64_t windows = rs::detail::ceil_div(cols + (shifted ? 7 : 0), 8);
       const auto p = fwd(most + 1, cols, shifted), q = fwd(most, cols, shifted);
       SCOPED_TRACE("cols=" + std::to_string(cols) + " " + rs::to_string(p));
-      ASSERT_EQ(q.config, windows <= 2048   ? rs::detail::last_cta_config - 1
-                          : windows <= 2304 ? rs::detail::last_cta_config
-                                            : rs::detail::staged_config);
+      ASSERT_EQ(q.config, windows <= 2048   ? rs::detail::configs::one_cta_of(256, 128)
+                          : windows <= 2304 ? rs::detail::configs::widest_one_cta
+                                            : rs::detail::configs::staged_32KB);
       if (windows <= 2048 || windows > 2304) {
         ASSERT_EQ(rs::to_string(p), rs::to_string(q));
         continue;
       }
       ASSERT_EQ(p.algo, algorithm::staged);
-      ASSERT_EQ(p.config, rs::detail::staged40_config);
+      ASSERT_EQ(p.config, rs::detail::configs::staged_40KB);
       ASSERT_EQ(p.cluster_size, 1);
       ASSERT_EQ(p.grid_ctas, most + 1);
       ASSERT_EQ(p.windows, windows);
@@ -881,16 +877,16 @@ TEST(Plan, SixteenBitForwardRowsOfTheWidestCtaStagedInFullLaunches) {
       ASSERT_EQ(plan_error(p, most + 1, cols, {2, {8, shifted}}, h200), nullptr);
     }
   // The launch counted in rows an SM of the device; clusters of at most 8 stage the row alike.
-  EXPECT_EQ(fwd(12 * 132 + 1, 16385, false, {66, 90, 16}).config, rs::detail::staged40_config);
-  EXPECT_EQ(fwd(12 * 132, 16385, false, {66, 90, 16}).config, rs::detail::last_cta_config);
-  EXPECT_EQ(fwd(8192, 16385, false, hopper_portable).config, rs::detail::staged40_config);
+  EXPECT_EQ(fwd(12 * 132 + 1, 16385, false, {66, 90, 16}).config, rs::detail::configs::staged_40KB);
+  EXPECT_EQ(fwd(12 * 132, 16385, false, {66, 90, 16}).config, rs::detail::configs::widest_one_cta);
+  EXPECT_EQ(fwd(8192, 16385, false, hopper_portable).config, rs::detail::configs::staged_40KB);
   // No clusters (sm_80), fp32 (8193-9216 columns), backward: registers; the scalar fallback
   // streams such rows.
-  EXPECT_EQ(fwd(8192, 16385, false, a100).config, rs::detail::last_cta_config);
+  EXPECT_EQ(fwd(8192, 16385, false, a100).config, rs::detail::configs::widest_one_cta);
   EXPECT_EQ(rs::plan_for(rs::direction::forward, 8192, 16385, 2, {1, false}, h200).algo,
             algorithm::streaming);
   EXPECT_EQ(rs::plan_for(rs::direction::forward, 16382, 8193, 4, {4, false}, h200).config,
-            rs::detail::last_cta_config);
+            rs::detail::configs::widest_one_cta);
   EXPECT_EQ(rs::plan_for(rs::direction::backward, 8192, 16385, 2, {8, false}, h200).algo,
             algorithm::registers);
 }
@@ -918,7 +914,7 @@ TEST(Plan, Fp32ForwardStagedInMidLaunches) {
                        std::to_string(d.max_cluster_size) + " " + rs::to_string(p));
           ASSERT_EQ(p.algo == algorithm::staged, staged);
           if (!staged) continue;
-          ASSERT_EQ(p.config, rs::detail::staged_config);
+          ASSERT_EQ(p.config, rs::detail::configs::staged_32KB);
           ASSERT_EQ(p.cluster_size, n);
           ASSERT_EQ(p.vecs_per_thread, 8);
           ASSERT_EQ(p.grid_ctas, launch);
@@ -952,13 +948,13 @@ TEST(Plan, Fp32ForwardStagedInMidLaunches) {
   EXPECT_EQ(fwd(64, 128256).algo, algorithm::staged);
   EXPECT_EQ(fwd(495, 128256).algo, algorithm::staged);
   EXPECT_EQ(fwd(496, 128256).algo, algorithm::cluster);
-  EXPECT_EQ(fwd(56, 50257).config, rs::detail::narrow_cluster_config);
+  EXPECT_EQ(fwd(56, 50257).config, rs::detail::configs::cluster_128t);
   EXPECT_EQ(fwd(57, 50257).algo, algorithm::staged);
   EXPECT_EQ(fwd(57, 50257).cluster_size, 7);
   EXPECT_EQ(fwd(1131, 50257).algo, algorithm::staged);
-  EXPECT_EQ(fwd(1132, 50257).config, rs::detail::wide_cluster_config);
+  EXPECT_EQ(fwd(1132, 50257).config, rs::detail::configs::cluster_256t_256B);
   // A few rows (at most two 128-thread CTAs an SM) keep the most 128-thread CTAs.
-  EXPECT_EQ(fwd(8, 40000).config, rs::detail::narrow_cluster_config);
+  EXPECT_EQ(fwd(8, 40000).config, rs::detail::configs::cluster_128t);
 }
 
 TEST(Plan, ToStringNamesTheTier) {
@@ -979,7 +975,7 @@ TEST(Plan, HalfTilesOnlyInStreamingAndSplitPlans) {
   const std::int64_t cols = std::int64_t{1} << 24;
   const auto split = rs::plan_for(rs::direction::backward, 8, cols, 2, {8, false}, h200, true);
   const auto streaming = rs::plan_for(rs::direction::backward, 8, cols, 2, {8, false}, h200);
-  ASSERT_EQ(split.config, rs::detail::hinted_split_config);
+  ASSERT_EQ(split.config, rs::detail::configs::split_hinted);
   ASSERT_EQ(streaming.algo, algorithm::streaming);
   EXPECT_EQ(split.stash_halves, 1);
   EXPECT_EQ(streaming.stash_halves, 0);
@@ -1057,7 +1053,7 @@ TEST(Plan, EveryPlanOfAnyDeviceHoldsItsRowsAndStashAndHasAKernel) {
     if (p.stash_halves > 0) {
       ++halves;
       ASSERT_EQ(dir, rs::direction::backward);
-      ASSERT_EQ(p.config, rs::detail::hinted_split_config);
+      ASSERT_EQ(p.config, rs::detail::configs::split_hinted);
     }
     if (p.algo != algorithm::split && p.algo != algorithm::streaming) continue;
     if (no_stash) {
@@ -1078,12 +1074,20 @@ TEST(Plan, EveryPlanOfAnyDeviceHoldsItsRowsAndStashAndHasAKernel) {
 // configuration but those plan_for never chooses for them (found by enumerating its plans over
 // many shapes, layouts and devices); the scalar fallback, those that allow it.
 TEST(Plan, KernelsOfEachDirectionAndType) {
-  const std::set<int> fp32_one_cta = {0,  1,  2,  3,  4,  6,  7,  8,  9,  11, 12,
-                                      13, 14, 16, 18, 19, 23, 24, 28, 29, 33, 34};
+  namespace configs = rs::detail::configs;
+  using configs::one_cta_of;
+  // One-CTA configurations without an fp32 kernel.
+  std::set<int> fp32_one_cta = {one_cta_of(1, 128), one_cta_of(2, 128)};
+  for (int threads : {4, 8, 16})
+    for (int bytes : {80, 96, 112, 144}) fp32_one_cta.insert(one_cta_of(threads, bytes));
+  for (int threads : {32, 64, 128, 256})
+    for (int bytes : {96, 112}) fp32_one_cta.insert(one_cta_of(threads, bytes));
   auto with = [](std::set<int> a, std::initializer_list<int> b) {
     a.insert(b.begin(), b.end());
     return a;
   };
+  const int tiled8 = configs::last_tiled, tiled4 = tiled8 - 1, tiled2 = tiled8 - 2,
+            tiled1 = configs::first_tiled;
   struct case_k {
     rs::direction dir;
     std::size_t elem;
@@ -1091,10 +1095,24 @@ TEST(Plan, KernelsOfEachDirectionAndType) {
   };
   const auto fwd = rs::direction::forward, bwd = rs::direction::backward;
   const case_k cases[] = {
-      {fwd, 2, {39, 40, 56, 57}},
-      {bwd, 2, {6, 11, 16, 21, 40, 44, 45, 46, 55, 57, 58, 59}},
-      {fwd, 4, with(fp32_one_cta, {45, 46, 56, 58, 59, 60})},
-      {bwd, 4, with(fp32_one_cta, {40, 44, 45, 46, 52, 53, 54, 55, 57, 58, 59})},
+      {fwd,
+       2,
+       {configs::cluster_256t, configs::cluster_256t_256B, configs::cluster_256t_144B,
+        configs::cluster_256t_288B}},
+      {bwd,
+       2,
+       {one_cta_of(4, 144), one_cta_of(8, 144), one_cta_of(16, 144), one_cta_of(32, 144),
+        configs::cluster_256t_256B, configs::staged_32KB, configs::staged_64KB,
+        configs::staged_split, tiled8, configs::cluster_256t_288B, configs::staged_40KB,
+        configs::staged_48KB}},
+      {fwd, 4,
+       with(fp32_one_cta, {configs::staged_64KB, configs::staged_split, configs::cluster_256t_144B,
+                           configs::staged_40KB, configs::staged_48KB, configs::split_hinted})},
+      {bwd, 4,
+       with(fp32_one_cta, {configs::cluster_256t_256B, configs::staged_32KB, configs::staged_64KB,
+                           configs::staged_split, tiled1, tiled2, tiled4, tiled8,
+                           configs::cluster_256t_288B, configs::staged_40KB,
+                           configs::staged_48KB})},
   };
   for (auto const& k : cases)
     for (int c = 0; c < rs::detail::num_kernel_configs; ++c) {
@@ -1115,7 +1133,7 @@ void expect_staged_split(rs::plan const& p, std::int64_t rows, std::int64_t cols
                          std::size_t elem) {
   ASSERT_EQ(p.algo, algorithm::staged_split);
   EXPECT_EQ(elem, 2u);
-  EXPECT_EQ(p.config, rs::detail::staged_split_config);
+  EXPECT_EQ(p.config, rs::detail::configs::staged_split);
   EXPECT_TRUE(rs::detail::plan_holds(p));
   const std::int64_t resident = 132 * 6;
   const std::int64_t per_cta = 32768 / static_cast<std::int64_t>(elem);
@@ -1214,7 +1232,7 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
       const int tensors = rs::detail::tensors_of(dir);
       const std::int64_t resident =
           std::int64_t{h200.sm_count} *
-          rs::detail::ctas_per_sm(kernel_configs[rs::detail::split_config], tensors, elem);
+          rs::detail::ctas_per_sm(kernel_configs[rs::detail::configs::split], tensors, elem);
       for (std::int64_t cols = longest + 1; cols <= (std::int64_t{1} << 25); cols = cols * 3 / 2)
         for (std::int64_t rows : {1, 2, 7, 128, 100000}) {
           const auto p = rs::plan_for(dir, rows, cols, elem, {vec, false}, h200, true);
@@ -1264,7 +1282,7 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
               rs::detail::keeps_last_tile(kernel_configs[p.config], tensors, elem) ? 1 : 0;
           EXPECT_EQ(in_registers, 1);  // every split CTA keeps its last tile in registers
           EXPECT_LE(p.stash_tiles, share - in_registers);
-          auto const& k = kernel_configs[rs::detail::split_config];
+          auto const& k = kernel_configs[rs::detail::configs::split];
           const std::int64_t tile_bytes = rs::detail::stash_tile_bytes(k, tensors);
           const std::int64_t half_bytes = std::int64_t{k.bytes} * k.threads_per_cta;  // dy's
           const std::int64_t per_cta = p.stash_tiles * tile_bytes + p.stash_halves * half_bytes +
@@ -1275,7 +1293,7 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
           // tiles a CTA's shared memory holds are taken, as many as the rest of it holds (one on
           // the H200, two CTAs an SM: 112 KB a CTA, 68 KB a tile, 32 KB a half), and none that a
           // CTA does not have.
-          if (fwd || p.config != rs::detail::hinted_split_config) {
+          if (fwd || p.config != rs::detail::configs::split_hinted) {
             EXPECT_EQ(p.stash_halves, 0);
           } else {
             const std::int64_t budget = h200.shared_bytes_per_sm / (resident / h200.sm_count) -
@@ -1357,7 +1375,7 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
         EXPECT_EQ(rs::to_string(rs::plan_for(dir, 4, 1 << 25, elem, {vec, false}, h200, true)),
                   "split 1x264 ctas cta=256 tpr=256 vec=8x8 stash=3 hinted");
         EXPECT_EQ(rs::plan_for(dir, 8, 1 << 24, elem, {1, false}, h200, true).config,
-                  rs::detail::split_config);
+                  rs::detail::configs::split);
       }
     }
 }
@@ -1378,8 +1396,8 @@ TEST(Plan, RowsStreamedMostlyOnChipTakeNoWorkspace) {
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + ": " + rs::to_string(s) +
                    " / " + rs::to_string(w));
       if (tiles <= 36) {
-        EXPECT_EQ(s.config, rs::detail::wide_cluster288_config);
-        EXPECT_EQ(w.config, rs::detail::wide_cluster288_config);
+        EXPECT_EQ(s.config, rs::detail::configs::cluster_256t_288B);
+        EXPECT_EQ(w.config, rs::detail::configs::cluster_256t_288B);
         EXPECT_EQ(w.workspace_bytes, 0);
         continue;
       }
@@ -1474,7 +1492,7 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
       for (int vec : {static_cast<int>(16 / elem), 1})
         for (auto const& d : {h200, hopper_portable, a100}) {
           const int tensors = rs::detail::tensors_of(dir);
-          auto const& k = kernel_configs[rs::detail::streaming_cluster_config];
+          auto const& k = kernel_configs[rs::detail::configs::streaming_cluster];
           const int in_registers = rs::detail::keeps_last_tile(k, tensors, elem) ? 1 : 0;
           const int per_sm = rs::detail::ctas_per_sm(k, tensors, elem);
           for (std::int64_t cols = 1000; cols <= (std::int64_t{1} << 24); cols = cols * 5 / 4) {
@@ -1534,15 +1552,15 @@ TEST(Plan, StreamingKeepsWhatFitsOnChip) {
 // twice. On the H200 backward from 759 tiles (about 12.4M 16-bit columns, 6.2M fp32) on; 16-bit
 // forward rows of 2^23 and 2^24 columns in full launches split over more groups, hinted.
 TEST(Plan, SplitRowsReadingTilesTwiceTakeTheHintedKernel) {
-  auto const& hinted = kernel_configs[rs::detail::hinted_split_config];
-  auto const& plain = kernel_configs[rs::detail::split_config];
+  auto const& hinted = kernel_configs[rs::detail::configs::split_hinted];
+  auto const& plain = kernel_configs[rs::detail::configs::split];
   EXPECT_TRUE(hinted.l2_hints);
   EXPECT_FALSE(plain.l2_hints);
   EXPECT_FALSE(hinted.scalar_ok);
   // Kernels: the hinted one backward and 16-bit forward (vectors only), the plain one everywhere.
   for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
     const int vec = static_cast<int>(16 / elem);
-    const int h = rs::detail::hinted_split_config, s = rs::detail::split_config;
+    const int h = rs::detail::configs::split_hinted, s = rs::detail::configs::split;
     EXPECT_TRUE(rs::detail::has_kernel(h, rs::direction::backward, vec, elem));
     EXPECT_EQ(rs::detail::has_kernel(h, rs::direction::forward, vec, elem), elem == 2);
     EXPECT_FALSE(rs::detail::has_kernel(h, rs::direction::backward, 1, elem));
@@ -1575,7 +1593,7 @@ TEST(Plan, SplitRowsReadingTilesTwiceTakeTheHintedKernel) {
               SCOPED_TRACE("elem=" + std::to_string(elem) + " rows=" + std::to_string(rows) +
                            " cols=" + std::to_string(cols) + " " + rs::to_string(p));
               if (p.algo != algorithm::split) {
-                ASSERT_NE(p.config, rs::detail::hinted_split_config);
+                ASSERT_NE(p.config, rs::detail::configs::split_hinted);
                 continue;
               }
               // CTAs of the group that read a tile twice: those whose share exceeds what they
@@ -1587,7 +1605,7 @@ TEST(Plan, SplitRowsReadingTilesTwiceTakeTheHintedKernel) {
               const bool hint = (dir == rs::direction::backward || elem == 2) && p.vec > 1 &&
                                 8 * reading_twice >= 7 * ctas;
               ASSERT_EQ(p.config,
-                        hint ? rs::detail::hinted_split_config : rs::detail::split_config);
+                        hint ? rs::detail::configs::split_hinted : rs::detail::configs::split);
               ASSERT_TRUE(rs::detail::has_kernel(p.config, dir, p.vec, elem));
               if ((dir == rs::direction::backward || elem == 2) && p.vec > 1) {
                 const int e = dir == rs::direction::forward ? 2 : elem == 4 ? 1 : 0;
@@ -1610,29 +1628,29 @@ TEST(Plan, SplitRowsReadingTilesTwiceTakeTheHintedKernel) {
       return rs::plan_for(rs::direction::backward, rows, cols, elem, {int(16 / elem), false}, h200,
                           true);
     };
-    EXPECT_EQ(bwd(16, 512 * tile).config, rs::detail::split_config);
-    EXPECT_EQ(bwd(14, 576 * tile).config, rs::detail::split_config);
-    EXPECT_EQ(bwd(8, 758 * tile).config, rs::detail::split_config);
+    EXPECT_EQ(bwd(16, 512 * tile).config, rs::detail::configs::split);
+    EXPECT_EQ(bwd(14, 576 * tile).config, rs::detail::configs::split);
+    EXPECT_EQ(bwd(8, 758 * tile).config, rs::detail::configs::split);
     EXPECT_EQ(bwd(8, 758 * tile).split_ctas, 264);
-    EXPECT_EQ(bwd(8, 758 * tile + 1).config, rs::detail::hinted_split_config);
+    EXPECT_EQ(bwd(8, 758 * tile + 1).config, rs::detail::configs::split_hinted);
     EXPECT_EQ(bwd(8, 758 * tile + 1).split_ctas, 264);
-    EXPECT_EQ(bwd(10, 768 * tile).config, rs::detail::hinted_split_config);
-    EXPECT_EQ(bwd(8, 1024 * tile).config, rs::detail::hinted_split_config);
+    EXPECT_EQ(bwd(10, 768 * tile).config, rs::detail::configs::split_hinted);
+    EXPECT_EQ(bwd(8, 1024 * tile).config, rs::detail::configs::split_hinted);
     EXPECT_EQ(rs::to_string(bwd(8, 1024 * tile)),
               "split 1x264 ctas cta=256 tpr=256 vec=" + std::to_string(16 / elem) +
                   "x8 stash=1 halves=1 hinted");
     EXPECT_EQ(rs::to_string(bwd(16, 512 * tile)),
               "split 1x264 ctas cta=256 tpr=256 vec=" + std::to_string(16 / elem) + "x8 stash=1");
-    EXPECT_EQ(bwd(8, std::int64_t{1} << 24).config, rs::detail::hinted_split_config);
+    EXPECT_EQ(bwd(8, std::int64_t{1} << 24).config, rs::detail::configs::split_hinted);
     // The scalar fallback keeps the split configuration (fp32: hinted in it).
     EXPECT_EQ(rs::plan_for(rs::direction::backward, 8, std::int64_t{1} << 24, elem, {1, false},
                            h200, true)
                   .config,
-              rs::detail::split_config);
+              rs::detail::configs::split);
   }
   // fp32 rows of 3M columns: two groups of 132 CTAs, 120 of them (91%) reading a tile twice.
   const rs::plan three_m = rs::plan_for(rs::direction::backward, 42, 3 * (std::int64_t{1} << 20), 4,
                                         {4, false}, h200, true);
   EXPECT_EQ(three_m.row_groups, 2);
-  EXPECT_EQ(three_m.config, rs::detail::hinted_split_config);
+  EXPECT_EQ(three_m.config, rs::detail::configs::split_hinted);
 }
