@@ -27,7 +27,7 @@ __device__ inline partial butterfly(partial p) {
     float m = p.m;
 #pragma unroll
     for (int o = Lanes / 2; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    float s = mul_rn(p.s, exp2_fast(mul_rn(p.m - safe_shift(m), log2e)));
+    float s = rescaled(p.s, p.m, safe_shift(m));
 #pragma unroll
     for (int o = Lanes / 2; o > 0; o /= 2) s = add_rn(s, __shfl_xor_sync(0xffffffffu, s, o));
     return {m, s};

@@ -133,7 +133,7 @@ struct forward_op {
     const float shift = safe_shift(total.m);
     vec_t<T, V> out[N];
     if constexpr (keeps_exp) {
-      const float scale = exp2_fast((f.m - shift) * log2e) / total.s;
+      const float scale = exp_diff(f.m, shift) / total.s;
 #pragma unroll
       for (int k = 0; k < N; ++k) {
         float y[V];

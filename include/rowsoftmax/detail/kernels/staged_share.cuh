@@ -140,10 +140,9 @@ struct staged_share {
         half_max = fmaxf(half_max, v[k].max());
       }
       const float new_max = fmaxf(running_max, half_max), exp_shift = safe_shift(new_max);
-      const float half_sum = fused_exp::fits(exp_shift)
-                                 ? Op::template exp_sum<false>(v, fused_exp(exp_shift))
-                                 : Op::template exp_sum<false>(v, shifted_exp{exp_shift});
-      running_sum = running_sum * exp2_fast((running_max - exp_shift) * log2e) + half_sum;
+      const float half_sum =
+          with_exp(exp_shift, [&](auto const& e) { return Op::template exp_sum<false>(v, e); });
+      running_sum = running_sum * exp_diff(running_max, exp_shift) + half_sum;
       running_max = new_max;
     }
     return {running_max, running_sum};
@@ -205,9 +204,9 @@ struct staged_share {
       for (int k = 0; k < Batch; ++k) {
         const int i = i0 + k * threads + static_cast<int>(threadIdx.x);
         if (i < held_back)
-          store_window(i, fused_exp::fits(exp_shift)
-                              ? Op::normalized(v[k], fused_exp(exp_shift), inv)
-                              : Op::normalized(v[k], shifted_exp{exp_shift}, inv));
+          store_window(i, with_exp(exp_shift, [&](auto const& e) {
+                         return Op::normalized(v[k], e, inv);
+                       }));
       }
     }
   }
