@@ -57,8 +57,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   constexpr int rows_per_pass = shape::threads_per_cta / threads_per_row;
   const int cta_rank = shape::config.clustered ? cluster_rank() : 0;
   const std::int64_t first_row =
-      std::int64_t{shape::config.clustered ? cluster_index(clusters) : blockIdx.x} *
-          rows_per_pass * rows +
+      std::int64_t{shape::config.clustered ? cluster_index(clusters) : blockIdx.x} * rows_per_pass *
+          rows +
       threadIdx.x / threads_per_row;
   // The thread's window of its row j: one expression for its loads, their finish and its store.
   auto window = [&](int j) {

@@ -16,10 +16,9 @@ namespace rowsoftmax::detail {
 /// A split group's rows in turn, each in three steps: the CTA's share loaded into a partial,
 /// the meeting, its stores (backward, and the scalar fallback).
 template <class Op, int V, int Config>
-__device__ inline void split_rows_in_turn(typename Op::args const& args,
-                                          split_workspace const& ws, int group, int rank,
-                                          typename kernel_shape<Op, V, Config>::exchange::storage& smem,
-                                          uint4* stashed) {
+__device__ inline void split_rows_in_turn(
+    typename Op::args const& args, split_workspace const& ws, int group, int rank,
+    typename kernel_shape<Op, V, Config>::exchange::storage& smem, uint4* stashed) {
   using shape = kernel_shape<Op, V, Config>;
   using share = tile_share<Op, V, Config>;
   typename shape::fragment frag;

@@ -41,8 +41,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   const partial acc = share::template load<false>(args, window, first_tile, end_tile, stash_tiles,
                                                   stash_halves, frag, stashed);
   const partial total = shape::exchange::allreduce(acc, smem, shape::warps_per_row, cluster);
-  share::template store<false, false>(args, window, first_tile, end_tile, stash_tiles,
-                                      stash_halves, frag, stashed, total);
+  share::template store<false, false>(args, window, first_tile, end_tile, stash_tiles, stash_halves,
+                                      frag, stashed, total);
 }
 
 }  // namespace rowsoftmax::detail

@@ -168,8 +168,7 @@ struct tile_share {
           kept::get(stashed, static_cast<int>(t - first_tile), frag);
         } else if (Op::dir == direction::backward && t - first_tile < stash_tiles + halves) {
           if constexpr (Op::dir == direction::backward) {
-            half<false>(stashed, stash_tiles, static_cast<int>(t - first_tile) - stash_tiles,
-                        frag);
+            half<false>(stashed, stash_tiles, static_cast<int>(t - first_tile) - stash_tiles, frag);
             if constexpr (Hints) {
               Op::load_other_half(args, window, frag, l2_hint::make(l2_hint::first));
             } else {
@@ -247,7 +246,8 @@ struct tile_share {
       }
       const int i = j - this_read_again;  // the next row's tile, from its first
       if (i >= 0 && i < next_tiles) {
-        load_one(at(next_row, next_first + i), i >= next_stashed && i != next_tiles - next_in_registers);
+        load_one(at(next_row, next_first + i),
+                 i >= next_stashed && i != next_tiles - next_in_registers);
         if (i < next_stashed) kept::put(stashed, i, frag);
         acc = reduce::combine(acc, Op::fold(frag));
       }

@@ -69,8 +69,9 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
     tiles[t] = reinterpret_cast<T*>(tile[t]) + span(Op::input(args, t)).shift;
   const typename Op::args on_tile = Op::on_tiles(args, tiles, held);
   auto window = [&](int j) {
-    row_window w = Op::template window<V>(on_tile, j * rows_per_pass + threadIdx.x / threads_per_row,
-                                          threadIdx.x % threads_per_row, threads_per_row);
+    row_window w =
+        Op::template window<V>(on_tile, j * rows_per_pass + threadIdx.x / threads_per_row,
+                               threadIdx.x % threads_per_row, threads_per_row);
     w.shift = 0;  // windows from the row's start (in_tile)
     return w;
   };

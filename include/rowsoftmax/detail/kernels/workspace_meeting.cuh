@@ -89,7 +89,8 @@ __device__ inline partial gather_by_warps(tagged_partial* slots, int count, std:
       }
 #pragma unroll
       for (int k = 0; k < batch; ++k)
-        if (i0 + k * 32 < count) acc = fold_tagged<reduce>(acc, slots, i0 + k * 32, tag, m[k], s[k]);
+        if (i0 + k * 32 < count)
+          acc = fold_tagged<reduce>(acc, slots, i0 + k * 32, tag, m[k], s[k]);
     }
     acc = butterfly<reduce, 32>(acc);
     if (lane == 0) smem.slot[warp] = acc;
