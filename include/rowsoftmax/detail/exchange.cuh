@@ -20,7 +20,8 @@ namespace rowsoftmax::detail {
 /// The total of each group of `Lanes` consecutive lanes, in every lane of the group, bitwise
 /// the same in each (every step adds or maxes the same two values, in either order, without
 /// contraction). Online (max, sum): the max first, then each lane's sum rescaled to it once and
-/// the sums added: one exp a lane, where combining pairs took two a step. Sums: the sums only.
+/// the sums added: one exp a lane, where combining pairs would take two a step. Sums: the sums
+/// only.
 template <class Reduce, int Lanes>
 __device__ inline partial butterfly(partial p) {
   if constexpr (std::is_same_v<Reduce, online_reduce>) {
