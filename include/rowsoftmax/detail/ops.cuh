@@ -191,6 +191,12 @@ struct backward_op {
   /// As forward_op: dy, then y, read from tiles; dx written over dy's.
   __device__ static T const* input(args const& a, int t) { return t == 0 ? a.dy : a.y; }
   __host__ __device__ static T* output(args const& a) { return a.dx; }
+  __device__ static T const* input_row(args const& a, int t, std::int64_t row) {
+    return t == 0 ? a.dy + row * a.dy_stride : a.y + row * a.y_stride;
+  }
+  __device__ static T* output_row(args const& a, std::int64_t row) {
+    return a.dx + row * a.dx_stride;
+  }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows) {
     return {tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols, rows, a.cols};
   }
