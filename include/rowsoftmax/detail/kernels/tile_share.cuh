@@ -192,7 +192,7 @@ struct tile_share {
   /// register tile, then its tiles read again (the most recently read first, as `store`), then
   /// its stashed tiles; the next row's loads start as the first stashed tile is stored, each
   /// stashed tile taking the slot just read, then the tiles read again, the register tile last
-  /// (as `load`). Forward rows run faster so than in two passes (tuning log, split pass).
+  /// (as `load`). Forward rows run faster in this one pass than in two (tuning log, split pass).
   /// Hinted where either row's share takes hints (see `load`), tile by tile: a loop for each
   /// spills the fp32 kernel. Tiles of row 0 that start before window `skip` are not stored (see
   /// `store`).
