@@ -123,7 +123,7 @@ cudaError_t visit_configs(int config, F&& f, std::integral_constant<int, V> v,
               err =
                   [&] {
                     constexpr int c = static_cast<int>(I);
-                    if constexpr (!has_kernel(c, direction_of<Op>, V,
+                    if constexpr (!has_kernel(c, Op::dir, V,
                                               sizeof(typename Op::value_type))) {
                       return cudaErrorInvalidValue;
                     } else {
@@ -170,7 +170,7 @@ template <class Op>
 constexpr std::size_t dynamic_smem_bytes(plan const& p) {
   kernel_config const& c = kernel_configs[p.config];
   if (stages(c)) return static_cast<std::size_t>(staging_bytes(c));
-  return static_cast<std::size_t>(p.stash_tiles * stash_tile_bytes(c, Op::tensors) +
+  return static_cast<std::size_t>(p.stash_tiles * stash_tile_bytes(c, Op::inputs) +
                                   p.stash_halves * stash_half_bytes(c));
 }
 
@@ -432,7 +432,7 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
                 cudaStream_t stream, void* workspace = nullptr, std::size_t workspace_bytes = 0) {
   constexpr std::size_t elem = sizeof(typename Op::value_type);
   const row_layout layout = layout_of(t, elem, a.rows, a.cols);
-  if (!has_kernel(p.config, direction_of<Op>, p.vec, elem)) return cudaErrorInvalidValue;
+  if (!has_kernel(p.config, Op::dir, p.vec, elem)) return cudaErrorInvalidValue;
   if (p.vec > layout.vec || (layout.shifted && !p.shifted && p.vec > 1) ||
       (kernel_configs[p.config].tiled && !layout.contiguous))
     return cudaErrorInvalidValue;
@@ -440,7 +440,8 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
       row_windows(kernel_configs[p.config], {p.vec, p.shifted, layout.contiguous}, a.cols);
   plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem, p.cluster_size);
   if (p.stash_halves != 0 &&
-      !((q.algo == algorithm::streaming || q.algo == algorithm::split) && Op::tensors == 2))
+      !((q.algo == algorithm::streaming || q.algo == algorithm::split) &&
+        Op::dir == direction::backward))
     return cudaErrorInvalidValue;  // half tiles: backward streaming and split CTAs only
   if (q.algo == algorithm::streaming) {
     if (p.stash_tiles < 0) return cudaErrorInvalidValue;

@@ -20,14 +20,15 @@ namespace rowsoftmax::detail {
 /// The total of each group of `Lanes` consecutive lanes, in every lane of the group, bitwise
 /// the same in each (every step adds or maxes the same two values, in either order, without
 /// contraction). Online (max, sum): the max first, then each lane's sum rescaled to it once and
-/// the sums added: one exp a lane, where combining pairs took two a step. Sums: the sums only.
+/// the sums added: one exp a lane, where combining pairs would take two a step. Sums: the sums
+/// only.
 template <class Reduce, int Lanes>
 __device__ inline partial butterfly(partial p) {
   if constexpr (std::is_same_v<Reduce, online_reduce>) {
     float m = p.m;
 #pragma unroll
     for (int o = Lanes / 2; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    float s = mul_rn(p.s, exp2_fast(mul_rn(p.m - safe_shift(m), log2e)));
+    float s = rescaled(p.s, p.m, safe_shift(m));
 #pragma unroll
     for (int o = Lanes / 2; o > 0; o /= 2) s = add_rn(s, __shfl_xor_sync(0xffffffffu, s, o));
     return {m, s};

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Numerics shared by every tier and both directions: the online (max, sum) partial and its
-// combine, the plain-sum partial, exp2, and element conversions. Host and device, so the
-// algebra is unit-tested on the CPU.
+// combine, the plain-sum partial, exp2 and the rescale e^(m - shift), and element conversions.
+// Host and device, so the algebra is unit-tested on the CPU.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -37,6 +37,20 @@ __host__ __device__ inline float add_rn(float a, float b) {
   NV_IF_ELSE_TARGET(NV_IS_DEVICE, (return __fadd_rn(a, b);), (return a + b;))
 }
 
+/// e^(m - shift), as exp2((m - shift) * log2e): the factor that rescales a sum of exps taken
+/// relative to a max `m` to one taken relative to `shift` (online softmax), and exp(x - shift)
+/// an element.
+__host__ __device__ inline float exp_diff(float m, float shift) {
+  return exp2_fast((m - shift) * log2e);
+}
+
+/// A sum `s` of exps relative to `m` rescaled to `shift`: s * e^(m - shift), each product
+/// rounded on its own (mul_rn), so that a combine gives the same bits whichever operand comes
+/// first.
+__host__ __device__ inline float rescaled(float s, float m, float shift) {
+  return mul_rn(s, exp2_fast(mul_rn(m - shift, log2e)));
+}
+
 /// A partial reduction over part of a row, 8 bytes so that it travels in one shuffle pair or
 /// one `st.async`. Forward: `m` is the running max, `s` the sum of exp(x - m). Backward: `s` is
 /// the partial of sum(dy * y) and `m` is unused (0).
@@ -58,7 +72,7 @@ __host__ __device__ inline float safe_shift(float m) {
 struct shifted_exp {
   float shift;
   static constexpr float scale = 1.0f;
-  __host__ __device__ float operator()(float x) const { return exp2_fast((x - shift) * log2e); }
+  __host__ __device__ float operator()(float x) const { return exp_diff(x, shift); }
 };
 
 /// exp(x - shift) as exp2(fma(x, log2e, -hi)) * scale: one fma an element where shifted_exp
@@ -67,8 +81,8 @@ struct shifted_exp {
 /// once, as the product of shifted_exp does, and exactly where x = shift. `fits(shift)`:
 /// |shift| < 2^20, so that |lo| <= 2^-3 (beyond, use shifted_exp; without scale, the error of
 /// hi alone would be up to 2^-8 at the largest fp16, 0.3% in every exp). Used where the extra
-/// live values cost no occupancy (staged rows); in the register tiers a form like it spilled
-/// (benchmarks/TUNING.md).
+/// live values cost no occupancy (staged rows): the register tiers spill with it (tuning log,
+/// fused exps).
 struct fused_exp {
   float hi, scale;
   __host__ __device__ explicit fused_exp(float shift) {
@@ -79,14 +93,20 @@ struct fused_exp {
   __host__ __device__ float operator()(float x) const { return exp2_fast(std::fma(x, log2e, -hi)); }
 };
 
+/// `f(e)` with `e` the form of exp(x - shift) the shift allows: fused_exp where it fits, else
+/// shifted_exp.
+template <class F>
+__host__ __device__ inline decltype(auto) with_exp(float shift, F&& f) {
+  return fused_exp::fits(shift) ? f(fused_exp(shift)) : f(shifted_exp{shift});
+}
+
 /// Online softmax: (m, s) pairs, combined as M = max(m1, m2), s = s1 e^(m1-M) + s2 e^(m2-M).
 struct online_reduce {
   __host__ __device__ static partial identity() { return {neg_inf, 0.0f}; }
   __host__ __device__ static partial combine(partial a, partial b) {
     const float m = fmaxf(a.m, b.m);
     const float shift = safe_shift(m);
-    return {m, add_rn(mul_rn(a.s, exp2_fast(mul_rn(a.m - shift, log2e))),
-                      mul_rn(b.s, exp2_fast(mul_rn(b.m - shift, log2e))))};
+    return {m, add_rn(rescaled(a.s, a.m, shift), rescaled(b.s, b.m, shift))};
   }
 };
 
@@ -102,7 +122,7 @@ struct sum_reduce {
 /// a multiply: d's factors of two shifted out, then a multiply by the inverse of its odd part
 /// modulo 2^32 (Newton's iteration, each step doubling the bits that are right). A division by a
 /// value known only at run time takes a float reciprocal and conversions, which wait for the
-/// SM's special-function unit behind the other CTAs' exps (benchmarks/TUNING.md, note 50).
+/// SM's special-function unit behind the other CTAs' exps (tuning log, cluster prologues).
 struct exact_divisor {
   unsigned twos = 0;
   unsigned inverse;

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a row op does with its elements, apart from where they live: load (with the value that
 // fills out-of-range elements), fold into a thread partial, and store given the row's total.
-// The kernels (kernels.cuh) are written once against this interface, so an op works in every
-// tier. Element-wise prologues (scale, masks) belong in `load`, epilogues (log-softmax, another
-// output type) in `store`.
+// The kernels (kernels/) are written once against this interface, so an op works in every
+// tier, and reach the op's tensors only through it. Each op declares its direction (`dir`, which
+// the planner and the kernels branch on) and the tensors it reads and writes an element
+// (`inputs`, `outputs`, which size its registers and stashes). Element-wise prologues (scale,
+// masks) belong in `load`, epilogues (log-softmax, another output type) in `store`.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
+#include "../plan.hpp"
 #include "math.cuh"
 #include "row_io.cuh"
 #include "vec.cuh"
@@ -23,7 +26,9 @@ template <class T>
 struct forward_op {
   using value_type = T;
   using reduce = online_reduce;
-  static constexpr int tensors = 1;  // input tensors held in registers
+  static constexpr direction dir = direction::forward;
+  static constexpr int inputs = 1;   // tensors read an element: x
+  static constexpr int outputs = 1;  // tensors written an element: y
   static constexpr bool keeps_exp = std::is_same_v<T, float>;
 
   struct args {
@@ -49,11 +54,18 @@ struct forward_op {
     return {r, active ? a.cols : 0, first, stride, head_of<V>(a.x + r * a.x_stride)};
   }
 
-  /// Tiled rows (tiled_kernel): input tensor `t` and the output, and `a` with `rows` rows read
-  /// from `tiles` (one an input tensor, rows `a.cols` apart) and written over the first.
+  /// Input tensor `t` and the output; row `row` of each. Tiled rows (tiled_kernel): `a` with
+  /// `rows` rows read from `tiles` (one an input tensor, rows `a.cols` apart) and written over
+  /// the first.
   __device__ static T const* input(args const& a, int) { return a.x; }
   __host__ __device__ static T* output(args const& a) { return a.y; }
-  __device__ static args on_tiles(args const& a, T* const (&tiles)[tensors], std::int64_t rows) {
+  __device__ static T const* input_row(args const& a, int, std::int64_t row) {
+    return a.x + row * a.x_stride;
+  }
+  __device__ static T* output_row(args const& a, std::int64_t row) {
+    return a.y + row * a.y_stride;
+  }
+  __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows) {
     return {tiles[0], a.cols, tiles[0], a.cols, rows, a.cols};
   }
 
@@ -121,7 +133,7 @@ struct forward_op {
     const float shift = safe_shift(total.m);
     vec_t<T, V> out[N];
     if constexpr (keeps_exp) {
-      const float scale = exp2_fast((f.m - shift) * log2e) / total.s;
+      const float scale = exp_diff(f.m, shift) / total.s;
 #pragma unroll
       for (int k = 0; k < N; ++k) {
         float y[V];
@@ -147,7 +159,9 @@ template <class T>
 struct backward_op {
   using value_type = T;
   using reduce = sum_reduce;
-  static constexpr int tensors = 2;  // input tensors held in registers
+  static constexpr direction dir = direction::backward;
+  static constexpr int inputs = 2;   // tensors read an element: dy, y
+  static constexpr int outputs = 1;  // tensors written an element: dx
 
   struct args {
     T const* dy;
@@ -177,7 +191,13 @@ struct backward_op {
   /// As forward_op: dy, then y, read from tiles; dx written over dy's.
   __device__ static T const* input(args const& a, int t) { return t == 0 ? a.dy : a.y; }
   __host__ __device__ static T* output(args const& a) { return a.dx; }
-  __device__ static args on_tiles(args const& a, T* const (&tiles)[tensors], std::int64_t rows) {
+  __device__ static T const* input_row(args const& a, int t, std::int64_t row) {
+    return t == 0 ? a.dy + row * a.dy_stride : a.y + row * a.y_stride;
+  }
+  __device__ static T* output_row(args const& a, std::int64_t row) {
+    return a.dx + row * a.dx_stride;
+  }
+  __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows) {
     return {tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols, rows, a.cols};
   }
 

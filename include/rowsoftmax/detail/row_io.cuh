@@ -44,10 +44,9 @@ __device__ inline int head_of(T const* row_start) {
 /// tile's windows start at the row's start (shift 0: window j covers elements [j*V, j*V + V)); a
 /// window is read as the 32-bit words that cover it, realigned with byte permutes (16-bit rows
 /// that start at an odd element), and written element by element, so that every lane runs the
-/// same instructions whatever its row's alignment. (Tiles windowed as global memory is, a ragged
-/// head and tail window every row read and written element-wise, ran bf16 forward 60 columns at
-/// 18% of copy against 43% untiled; benchmarks/TUNING.md, note 59.) A tile holds a word after its
-/// last row's last window.
+/// same instructions whatever its row's alignment, where windows as in global memory would read
+/// and write a ragged head and tail every row element-wise (tuning log, tiled short rows). A
+/// tile holds a word after its last row's last window.
 struct in_tile {};
 
 template <class T, int V, int N>
@@ -218,12 +217,9 @@ __device__ inline ragged_slots ragged_of(row_window const& w) {
 /// Whether `load_windows` leaves the windows a row covers in part (ragged_of) to
 /// `finish_windows`, read there element by element once every load of the row is issued: for
 /// 16-bit rows of more than one slot a thread. Elsewhere `load_windows` reads them itself, word
-/// by word in the slot's branch. (Deferred, the thread that holds a ragged window stops holding
-/// back its warp's loads: bf16 backward 2049 columns, misaligned, 79% of copy -> 89.5%, streamed
-/// 16-bit backward rows 5-7 points faster. For 4-byte rows and rows of one slot a thread the
-/// deferred reads cost registers (the short-row kernels of 8 rows a thread, bf16 151 -> 170,
-/// fp32 128 -> 190) and up to 48 points of copy, fp32 rows 2-10; H200, benchmarks/TUNING.md,
-/// note 61.)
+/// by word in the slot's branch. Deferred, the thread that holds a ragged window does not hold
+/// back its warp's loads; for 4-byte rows and rows of one slot a thread the deferred reads cost
+/// more registers than they save (tuning log, ragged windows).
 template <class T, int N>
 inline constexpr bool defers_ragged = sizeof(T) == 2 && N > 1;
 
@@ -233,10 +229,9 @@ inline constexpr bool defers_ragged = sizeof(T) == 2 && N > 1;
 /// left as `fill` for `finish_windows`; elsewhere read word by word straight into its registers,
 /// a 16-bit word with one element in the row read as that element alone and completed with
 /// `fill` by `finish_windows`. The op calls `finish_windows` after its last `load_windows`:
-/// every load of the row is issued before any loaded value is used. (Packing the element here
-/// waited for its load before the thread's later loads were issued: one more memory latency for
-/// the warp and so for its row; bf16 backward at 50257 columns ran at 70% of copy so, 90% with
-/// the packing deferred; benchmarks/TUNING.md.)
+/// every load of the row is issued before any loaded value is used: packing the element here
+/// would wait for its load before the thread's later loads are issued, one more memory latency
+/// for the warp and so for its row (tuning log, ragged windows).
 template <class T, int V, int N, class Hint = no_hint>
 __device__ inline void load_windows(T const* row, row_window const& w, T fill,
                                     vec_t<T, V> (&out)[N], Hint hint = {}) {
@@ -251,8 +246,8 @@ __device__ inline void load_windows(T const* row, row_window const& w, T fill,
         out[k] = vec::load(row + e0, hint);
       } else if (defers_ragged<T, N> || (vec::per_word == 2 && (e0 + V <= 0 || e0 >= w.cols))) {
         // 4-byte windows wholly outside the row take the word-by-word branch below, whose
-        // loads are then all predicated off: a branch of their own here ran the fp32 register
-        // clusters 10-21 points slower (H200; benchmarks/TUNING.md, note 62 (a)).
+        // loads are then all predicated off: a branch of their own here slows the fp32
+        // register clusters (tuning log, ragged windows).
 #pragma unroll
         for (int i = 0; i < vec::words; ++i) out[k].w[i] = vec::fill_word(fill);
       } else {
@@ -326,11 +321,10 @@ __device__ inline void finish_windows(T const* row, row_window const& w, T fill,
 /// where deferred, a thread that holds a ragged window issues the reads of both tensors' before
 /// it places any, in one branch that the other threads skip; the windows are read word by word
 /// (read_ragged, a word wholly in the row one 32-bit load), which holds four windows in half
-/// the registers of elements. (Finished one tensor after the other, the first tensor's placing
-/// waited for its reads before the second's were issued: a memory latency more for the thread,
-/// and so for its CTA's row or cluster: misaligned 16-bit backward register clusters read 86-89%
-/// of copy against 98-102% aligned; branch-free, the reads and their selects in every thread
-/// cost the aligned rows as much; H200, benchmarks/TUNING.md, note 63.)
+/// the registers of elements. Finished one tensor after the other, the first tensor's placing
+/// would wait for its reads before the second's are issued, a memory latency more for the
+/// thread and so for its CTA's row or cluster; branch-free, the reads and their selects in every
+/// thread would cost the aligned rows as much (tuning log, ragged windows).
 template <class T, int V, int N, class Hint = no_hint>
 __device__ inline void finish_windows(T const* row0, T const* row1, row_window const& w, T fill,
                                       vec_t<T, V> (&out0)[N], vec_t<T, V> (&out1)[N],
