@@ -116,8 +116,8 @@ double time_launches(benchmark::State& state, F&& launch, bool queued = false) {
 /// batch to one after it, the median over 9 batches of the batch time over its calls
 /// (`per_call_us`, time_launches's median, sizes a batch to about 2 ms). The host's submission of
 /// one call overlaps the GPU's work on the one before, where time_launches's events, recorded on an
-/// idle GPU, also time the submission of the call between them (benchmarks/TUNING.md, notes 54,
-/// 55).
+/// idle GPU, also time the submission of the call between them (docs/tuning.md,
+/// How to measure).
 template <class F>
 double time_back_to_back(F&& launch, double per_call_us) {
   const int calls = std::clamp(static_cast<int>(2000.0 / std::max(per_call_us, 1.0)), 5, 200);
@@ -427,7 +427,7 @@ void register_against_before(direction dir, char const* group, std::int64_t cols
 /// Registers "<dir>/<dtype>/tiled/cols:N" (rows*cols = 2^27, contiguous, so misaligned where cols
 /// is not a multiple of the vector) planned, unless `planned_elsewhere`, and, where that plan is
 /// tiled, ".../untiled" forced through the plan of the same rows were they not contiguous (the
-/// A/B of benchmarks/TUNING.md, note 59).
+/// A/B of docs/tuning.md, Short rows).
 template <class T>
 void register_tiled(direction dir, std::int64_t cols, bool planned_elsewhere) {
   const std::int64_t rows = sweep_elems / cols;
@@ -463,15 +463,14 @@ void register_type() {
     for (std::int64_t cols : sweep) planned("", cols);
     // Rows between the sweep's of 16384-262144 columns: just above the cluster and staged
     // tiers' thresholds (a multiple of 8K or 16K elements, plus one: misaligned, few slots of the
-    // last CTA used), and between them (README, "Where it falls short"; the same list in
-    // summary_tables.py).
+    // last CTA used), and between them (docs/tuning.md, Where it falls short).
     for (std::int64_t cols :
          {16385, 18000, 20000,  24577,  28000,  32769,  40000,  49153,  57345,  65537,
           81921, 98305, 114689, 131073, 147457, 163841, 196609, 229377, 245761, 262143})
       planned("range/", cols);
     // Rows of one CTA that fill part of its threads' 128 bytes: forced through the smallest
     // configuration of 128 bytes a thread that holds the row, which the planner took before it
-    // took the others (the A/B of benchmarks/TUNING.md, note 56).
+    // took the others (the A/B of docs/tuning.md, One-CTA register rows).
     for (std::int64_t cols : {260, 300, 520, 700, 1100, 2049, 2200, 3000, 4097, 4500, 5000, 6000,
                               7000, 8193, 9000, 10000, 12000})
       register_against_before<T>(
@@ -481,7 +480,7 @@ void register_type() {
           },
           std::find(std::begin(sweep), std::end(sweep), cols) != std::end(sweep));
     // Short rows: forced through the one-row-a-thread configuration the planner took before it
-    // gave rows of at most 16 vectors 8 rows a thread (the A/B of benchmarks/TUNING.md, note 58).
+    // gave rows of at most 16 vectors 8 rows a thread (the A/B of docs/tuning.md, Short rows).
     for (std::int64_t cols : {4, 8, 13, 16, 32, 60, 64, 100, 128})
       register_against_before<T>(
           dir, "short", cols, "one_row",

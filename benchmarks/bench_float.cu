@@ -38,7 +38,7 @@ void register_float() {
   // Between decode and full launches (rows of 5 to 16 staged CTAs, or of 4 more than 7/8 full,
   // in launches of 3 to 60 such CTAs an SM: staged), queued; each also forced through the
   // register cluster the planner chose for it before such rows were staged (the A/B of
-  // benchmarks/TUNING.md, notes 52, 53).
+  // docs/tuning.md, Staged rows).
   struct mid_shape {
     std::int64_t rows, cols;
     forced_config registers;

@@ -156,7 +156,7 @@ def implementations():
 def time_ms(fn, warmup, reps, warm_s=0.0, sync=False):
     """Median of `reps` single calls bracketed by CUDA events, issued back to back (`sync`: each
     waited for before the next), after at least `warmup` calls and `warm_s` seconds of calls:
-    the first milliseconds of calls on a new shape run slower (benchmarks/TUNING.md, note 54), so a
+    the first milliseconds of calls on a new shape run slower (docs/tuning.md, How to measure), so a
     fixed count of warm-up calls favours whoever runs later."""
     done, until = 0, time.perf_counter() + warm_s
     while done < warmup or time.perf_counter() < until:

@@ -8,8 +8,8 @@ Each shape is timed four ways by compare_peers.py's time_ms (CUDA events around 
 median, after 5 warm-up calls): a first burst of 30 calls (as compare_peers.py timed before its
 warm-up by time), 300 calls each synchronized before the next (as the C++ benchmark times its
 launches), 300 and 3000 calls back to back; the copy as compare_peers.py measures it. nvidia-smi
-samples the SM clock, power and throttle reasons into the named file every 200 ms. Results:
-benchmarks/results/h200_probe_timing_153d6e6.txt (benchmarks/TUNING.md, note 54).
+samples the SM clock, power and throttle reasons into the named file every 200 ms. What it
+found: docs/tuning.md, How to measure.
 """
 import subprocess
 import sys
