@@ -3,7 +3,7 @@
 // (tests/CMakeLists.txt), this file fails the build if a streaming or split kernel spills
 // registers to local memory. Those kernels run at their register bound, and a spilled row state
 // is reloaded past an L1 that the row's own loads keep full: the fp32 forward split kernel lost
-// 4-9 points of copy bandwidth on the H200 to 20 bytes of spills (benchmarks/TUNING.md).
+// 4-9 points of copy bandwidth on the H200 to 20 bytes of spills (docs/tuning.md).
 #include <rowsoftmax/rowsoftmax.cuh>
 
 namespace rowsoftmax::detail {

@@ -522,7 +522,7 @@ TEST(Plan, Fp32ForwardClustersOf288BytesWhereTheyFillTheDeviceAsWell) {
   EXPECT_EQ(rs::detail::cluster_fill(h200, 11), 666);
   EXPECT_EQ(rs::detail::cluster_fill(h200, 16), 848);
   // Columns (rows*cols = 2^27), then the CTAs of 288 bytes a thread planned, or 0 for 256
-  // bytes (measured both ways on the H200: benchmarks/TUNING.md, note 67).
+  // bytes (measured both ways on the H200: docs/tuning.md).
   const std::pair<std::int64_t, int> cases[] = {
       {65537, 4},  {98305, 6},  {110000, 6},  {128256, 0},  {131073, 8},  {147457, 9},
       {151936, 9}, {163841, 9}, {180000, 10}, {196608, 0},  {196609, 11}, {212000, 12},
@@ -1342,7 +1342,7 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
       }
       // fp32 forward, rows*cols = 2^27: groups whose CTAs read up to one tile (2^21, 2^22) or
       // 2.2 tiles (2^23, 2^24) twice from L2, rather than fewer groups reading once (2^21: 4x99,
-      // 2^22: 2x198, 2^23: 1x396; benchmarks/TUNING.md, note 46).
+      // 2^22: 2x198, 2^23: 1x396; docs/tuning.md).
       if (fwd && elem == 4) {
         const char* expected[] = {"split 6x66 ctas cta=256 tpr=256 vec=4x8 stash=2",
                                   "split 3x132 ctas cta=256 tpr=256 vec=4x8 stash=2",
@@ -1361,7 +1361,7 @@ TEST(Plan, SplitTierOnlyWithAWorkspaceAndOnlyBeyondTheRegisterTiers) {
                 algorithm::split);
       // Beyond the staged split, 16-bit forward splits as well, at two CTAs an SM that each
       // keep up to four tiles on chip (one in registers, three stashed): 2^22 columns (256
-      // tiles) in 4 rows of 66 CTAs at a time, read once (benchmarks/TUNING.md, note 47); 2^23
+      // tiles) in 4 rows of 66 CTAs at a time, read once (docs/tuning.md); 2^23
       // in 4 rows of 66 and 2^24 in 2 of 132, each CTA reading 3-4 tiles twice, hinted (note
       // 74; one round of 4 rows where there were two of 2); 2^25 in one row of 264, hinted;
       // the scalar fallback unhinted.

@@ -274,7 +274,7 @@ constexpr plan make_split_plan(direction dir, row_layout layout, std::int64_t ro
 /// evenly among them, but at most planner_tuning::staged_split_max_ctas_per_needed times the CTAs
 /// a row needs (the more CTAs meet, the longer they wait). The rows in flight meet in turn, and
 /// while a group meets its CTAs load nothing, so the device must hold
-/// planner_tuning::staged_split_min_rows_on_chip rows at once (tuning log, staged split).
+/// planner_tuning::staged_split_min_rows_on_chip rows at once (tuning log, split rows).
 /// `split_ctas` < 2: no such plan.
 constexpr plan make_staged_split_plan(row_layout layout, std::int64_t rows, std::int64_t windows,
                                       std::size_t elem_size, device_limits const& limits) noexcept {

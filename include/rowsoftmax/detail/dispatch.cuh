@@ -54,11 +54,13 @@ inline cudaError_t query_cluster_fill(int device, device_limits* limits) noexcep
   return cudaSuccess;
 }
 
+/// Devices whose limits and kernel attributes are cached (others are asked every time).
+inline constexpr int max_cached_devices = 64;
+
 /// Fills `limits` for `device`, querying the runtime once per device per process.
 inline cudaError_t cached_device_limits(int device, device_limits* limits) noexcept {
-  constexpr int max_cached = 64;
-  static std::atomic<int> state[max_cached];  // 0 unknown, 1 being filled, 2 ready
-  static device_limits cache[max_cached];
+  static std::atomic<int> state[max_cached_devices];  // 0 unknown, 1 being filled, 2 ready
+  static device_limits cache[max_cached_devices];
   auto query = [](int dev, device_limits* out) -> cudaError_t {
     int sms = 0, major = 0, minor = 0, clusters = 0, smem_sm = 0, smem_cta = 0;
     ROWSOFTMAX_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -75,7 +77,7 @@ inline cudaError_t cached_device_limits(int device, device_limits* limits) noexc
     out->shared_bytes_per_cta = smem_cta;
     return query_cluster_fill(dev, out);
   };
-  if (device < 0 || device >= max_cached) return query(device, limits);
+  if (device < 0 || device >= max_cached_devices) return query(device, limits);
   for (;;) {
     int s = state[device].load(std::memory_order_acquire);
     if (s == 2) {
@@ -174,7 +176,6 @@ constexpr std::size_t dynamic_smem_bytes(plan const& p) {
                                   p.stash_halves * stash_half_bytes(c));
 }
 
-inline constexpr int max_cached_devices = 64;
 inline constexpr int max_cached_tiles = 8;   // stash_tiles 0..7
 inline constexpr int max_cached_halves = 4;  // stash_halves 0..3
 inline constexpr int max_cached_stash = max_cached_tiles * max_cached_halves;

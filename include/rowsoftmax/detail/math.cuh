@@ -82,7 +82,7 @@ struct shifted_exp {
 /// |shift| < 2^20, so that |lo| <= 2^-3 (beyond, use shifted_exp; without scale, the error of
 /// hi alone would be up to 2^-8 at the largest fp16, 0.3% in every exp). Used where the extra
 /// live values cost no occupancy (staged rows): the register tiers spill with it (tuning log,
-/// fused exps).
+/// staged rows).
 struct fused_exp {
   float hi, scale;
   __host__ __device__ explicit fused_exp(float shift) {
@@ -122,7 +122,7 @@ struct sum_reduce {
 /// a multiply: d's factors of two shifted out, then a multiply by the inverse of its odd part
 /// modulo 2^32 (Newton's iteration, each step doubling the bits that are right). A division by a
 /// value known only at run time takes a float reciprocal and conversions, which wait for the
-/// SM's special-function unit behind the other CTAs' exps (tuning log, cluster prologues).
+/// SM's special-function unit behind the other CTAs' exps (tuning log, register clusters).
 struct exact_divisor {
   unsigned twos = 0;
   unsigned inverse;

@@ -45,7 +45,7 @@ __device__ inline int head_of(T const* row_start) {
 /// window is read as the 32-bit words that cover it, realigned with byte permutes (16-bit rows
 /// that start at an odd element), and written element by element, so that every lane runs the
 /// same instructions whatever its row's alignment, where windows as in global memory would read
-/// and write a ragged head and tail every row element-wise (tuning log, tiled short rows). A
+/// and write a ragged head and tail every row element-wise (tuning log, short rows). A
 /// tile holds a word after its last row's last window.
 struct in_tile {};
 
@@ -219,7 +219,7 @@ __device__ inline ragged_slots ragged_of(row_window const& w) {
 /// 16-bit rows of more than one slot a thread. Elsewhere `load_windows` reads them itself, word
 /// by word in the slot's branch. Deferred, the thread that holds a ragged window does not hold
 /// back its warp's loads; for 4-byte rows and rows of one slot a thread the deferred reads cost
-/// more registers than they save (tuning log, ragged windows).
+/// more registers than they save (tuning log, row I/O and ragged windows).
 template <class T, int N>
 inline constexpr bool defers_ragged = sizeof(T) == 2 && N > 1;
 
@@ -231,7 +231,7 @@ inline constexpr bool defers_ragged = sizeof(T) == 2 && N > 1;
 /// `fill` by `finish_windows`. The op calls `finish_windows` after its last `load_windows`:
 /// every load of the row is issued before any loaded value is used: packing the element here
 /// would wait for its load before the thread's later loads are issued, one more memory latency
-/// for the warp and so for its row (tuning log, ragged windows).
+/// for the warp and so for its row (tuning log, row I/O and ragged windows).
 template <class T, int V, int N, class Hint = no_hint>
 __device__ inline void load_windows(T const* row, row_window const& w, T fill,
                                     vec_t<T, V> (&out)[N], Hint hint = {}) {
@@ -247,7 +247,7 @@ __device__ inline void load_windows(T const* row, row_window const& w, T fill,
       } else if (defers_ragged<T, N> || (vec::per_word == 2 && (e0 + V <= 0 || e0 >= w.cols))) {
         // 4-byte windows wholly outside the row take the word-by-word branch below, whose
         // loads are then all predicated off: a branch of their own here slows the fp32
-        // register clusters (tuning log, ragged windows).
+        // register clusters (tuning log, row I/O and ragged windows).
 #pragma unroll
         for (int i = 0; i < vec::words; ++i) out[k].w[i] = vec::fill_word(fill);
       } else {
@@ -324,7 +324,7 @@ __device__ inline void finish_windows(T const* row, row_window const& w, T fill,
 /// the registers of elements. Finished one tensor after the other, the first tensor's placing
 /// would wait for its reads before the second's are issued, a memory latency more for the
 /// thread and so for its CTA's row or cluster; branch-free, the reads and their selects in every
-/// thread would cost the aligned rows as much (tuning log, ragged windows).
+/// thread would cost the aligned rows as much (tuning log, row I/O and ragged windows).
 template <class T, int V, int N, class Hint = no_hint>
 __device__ inline void finish_windows(T const* row0, T const* row1, row_window const& w, T fill,
                                       vec_t<T, V> (&out0)[N], vec_t<T, V> (&out1)[N],

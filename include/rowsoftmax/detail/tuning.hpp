@@ -86,7 +86,7 @@ struct planner_tuning {
   /// group's CTAs read a tile twice.
   ratio split_hinted_from_rereading_ctas;
 
-  // Staged split, 16-bit forward (tuning log, staged split).
+  // Staged split, 16-bit forward (tuning log, split rows).
   /// Staged split only where the device holds at least this many rows in shared memory at once.
   std::int64_t staged_split_min_rows_on_chip;
   /// CTAs of a group at most this many times the CTAs a row needs.

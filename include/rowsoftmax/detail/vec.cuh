@@ -137,7 +137,7 @@ struct alignas(sizeof(T) * V) vec_t {
   /// Writes the vector to global memory at `p` (aligned to the vector) as one store. An
   /// assignment through a vector pointer is copied word by word and left to the compiler to
   /// merge, which it does not always do (in the staged and split kernels' loops: four 4-byte
-  /// stores a 16-byte window; tuning log, one store a window).
+  /// stores a 16-byte window; tuning log, row I/O and ragged windows).
   __device__ void store(T* p) const {
     if constexpr (sizeof(vec_t) == 16) {
       asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]),

@@ -25,7 +25,7 @@ struct cluster_arg {
 /// A CTA's rank in its cluster, and the cluster's index in the one-dimensional grid of clusters,
 /// without a division: the rank from its special register, the index an exact division by the
 /// cluster size (exact_divisor). A division out of blockIdx.x, or %clusterid.x, waits for the
-/// SM's special-function unit before the CTA issues its loads (tuning log, cluster prologues).
+/// SM's special-function unit before the CTA issues its loads (tuning log, register clusters).
 __device__ inline int cluster_rank() {
   NV_IF_ELSE_TARGET(NV_PROVIDES_SM_90,
                     (return static_cast<int>(cuda::ptx::get_sreg_cluster_ctarank());), (return 0;))

@@ -35,7 +35,7 @@ struct kernel_shape {
   static_assert(slots >= 1 && (V * slots * sizeof(typename Op::value_type)) % 16 == 0);
   // Registers: the row data a thread holds plus a slack (ctas_per_sm), so that the CTAs an SM
   // runs are set by the data, not by a compiler that keeps every exp of a thread in flight
-  // (tuning log, register bound). Rows of two input tensors of at most a warp are left
+  // (tuning log, general lessons). Rows of two input tensors of at most a warp are left
   // unbounded: they run faster so, at fewer CTAs an SM.
   static constexpr bool unbounded = Op::inputs == 2 && threads_per_row <= 32;
   static constexpr int min_ctas_per_sm =

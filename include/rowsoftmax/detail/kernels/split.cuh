@@ -49,9 +49,9 @@ __device__ inline void split_rows_in_turn(
 /// publishes the partial, waits for the group's others, combines them in the same order as every
 /// other CTA, then stores its tiles (forward: in one pass with the loads of its share of the
 /// group's next row, see tile_share::pass; backward rows run slower so, and the scalar fallback
-/// spills, tuning log, split pass). The grid's two dimensions give the group and rank as special
+/// spills, tuning log, split rows). The grid's two dimensions give the group and rank as special
 /// registers, read again where needed: kept in registers, they spill the fp32 forward kernel at
-/// its register bound (tuning log, spilled split state).
+/// its register bound (tuning log, split rows).
 template <class Op, int V, int Config>
 ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
                                          (kernel_shape<Op, V, Config>::min_ctas_per_sm))

@@ -110,7 +110,7 @@ struct staged_share {
   /// CTA's threads) -inf, filled by its threads in turn; the ragged windows, at most the share's
   /// first (where whole0 is 1) and the one after its whole ones (whole1, where it is owned),
   /// each read by the thread whose slot it is, so that no thread checks each of its slots
-  /// (tuning log, staged edges).
+  /// (tuning log, staged rows).
   __device__ void edges(uint4* staged) const {
     const int thread = static_cast<int>(threadIdx.x);
     vec neg;

@@ -57,7 +57,7 @@ struct tile_share {
   /// first loads of those evict last and every other load and store of the share evicts first,
   /// so that L2 keeps them for their second read (which evicts first, so that no line is left to
   /// evict last after the kernel). Rows that read no tile twice run slower hinted, hence the
-  /// configuration of its own (tuning log, split L2 hints).
+  /// configuration of its own (tuning log, L2 hints).
   static constexpr bool hintable =
       hints_second_reads(shape::config, Op::dir, sizeof(typename Op::value_type), V);
   __device__ static bool hinted(std::int64_t tiles, int stash_tiles) {
@@ -192,7 +192,7 @@ struct tile_share {
   /// register tile, then its tiles read again (the most recently read first, as `store`), then
   /// its stashed tiles; the next row's loads start as the first stashed tile is stored, each
   /// stashed tile taking the slot just read, then the tiles read again, the register tile last
-  /// (as `load`). Forward rows run faster in this one pass than in two (tuning log, split pass).
+  /// (as `load`). Forward rows run faster in this one pass than in two (tuning log, split rows).
   /// Hinted where either row's share takes hints (see `load`), tile by tile: a loop for each
   /// spills the fp32 kernel. Tiles of row 0 that start before window `skip` are not stored (see
   /// `store`).

@@ -107,7 +107,7 @@ __device__ inline partial gather_by_warps(tagged_partial* slots, int count, std:
 /// read again until it carries the tag). `AllThreads`: by every thread (the split kernel: its SM
 /// idles while the group meets, and the latency of the reads is what counts); else by the fewest
 /// warps (the staged split: the SM's other CTAs issue an instruction most cycles). One warp
-/// alone takes as many batches as it reads 128 partials (tuning log, split meetings).
+/// alone takes as many batches as it reads 128 partials (tuning log, split rows).
 template <class Exchange, int Threads, bool AllThreads>
 __device__ inline partial gather(tagged_partial* slots, int count, std::uint32_t tag,
                                  typename Exchange::storage& smem) {
@@ -129,7 +129,7 @@ __device__ inline tagged_partial* meeting_slots(split_workspace const& ws, int g
 /// The meeting of a split group's CTAs over one row (its `iteration`-th). Thread 0 publishes
 /// this CTA's partial `acc` with the meeting's tag (iteration + 1), counts its arrival and waits
 /// until the group's others have arrived (relaxed atomics: the counter only says when to look,
-/// and a release would wait for the SM's stores in flight; tuning log, split meetings); then the
+/// and a release would wait for the SM's stores in flight; tuning log, split rows); then the
 /// CTA gathers the group's partials (see gather). A set of partials is rewritten two meetings
 /// later (meeting_slots), by a CTA that has passed the meeting in between, so after every CTA
 /// has read it.
