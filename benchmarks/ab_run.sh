@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# A/B of the benchmark between this tree (B) and another source tree (A, e.g. an earlier commit
+# unpacked with `git archive`), on the GPU in one session: both built here, then run alternately
+# A B A B, and compared row by row against the spread between runs of one build
+# (benchmarks/ab_compare.py). Summaries and the comparison go to $OUT (default ./ab-out).
+#
+#   benchmarks/ab_run.sh A_SOURCE_DIR [BENCH_FILTER] [PASSES]
+set -u -o pipefail
+a_src=$1
+filter=${2:-'^(forward|backward)/(bf16|fp16|fp32)/cols:'}
+passes=${3:-2}
+OUT=${OUT:-$PWD/ab-out}
+mkdir -p "$OUT"
+build() {  # source dir, build dir
+  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DROWSOFTMAX_BUILD_TESTS=OFF -DROWSOFTMAX_BUILD_EXAMPLES=OFF > "$OUT/configure_$(basename "$2").log" 2>&1 &&
+    ninja -C "$2" rowsoftmax_bench > "$OUT/build_$(basename "$2").log" 2>&1
+}
+start=$SECONDS
+build "$a_src" build-ab-a & pa=$!
+build . build-ab-b & pb=$!
+wait $pa || { tail -20 "$OUT/build_build-ab-a.log"; echo "build of A failed"; exit 1; }
+wait $pb || { tail -20 "$OUT/build_build-ab-b.log"; echo "build of B failed"; exit 1; }
+echo "built A and B in $((SECONDS - start)) s"
+for ((i = 1; i <= passes; ++i)); do
+  for side in a b; do
+    build-ab-$side/benchmarks/rowsoftmax_bench --benchmark_filter="$filter" > "$OUT/bench_${side}$i.log" 2>&1 ||
+      { tail -5 "$OUT/bench_${side}$i.log"; echo "benchmark $side$i failed"; }
+    sed -n '/^summary/,$p' "$OUT/bench_${side}$i.log" > "$OUT/summary_${side}$i.txt"
+    echo "pass $i $side done at $((SECONDS - start)) s: $(head -1 "$OUT/summary_${side}$i.txt")"
+  done
+done
+python3 "$(dirname "$0")/ab_compare.py" --a "$OUT"/summary_a*.txt --b "$OUT"/summary_b*.txt \
+  > "$OUT/ab_compare.txt"
+grep -E "beyond noise|plans differ" "$OUT/ab_compare.txt" | head -40
+tail -1 "$OUT/ab_compare.txt"
