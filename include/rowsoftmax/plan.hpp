@@ -458,21 +458,17 @@ constexpr bool last_cta_at_most(std::int64_t windows, std::int64_t ctas, std::in
 
 /// 16-bit forward rows beyond one CTA: the fewest staged CTAs that hold the row, of 32 KB, or,
 /// where those do not, of 40, 48 or 64 KB, the smallest that do; and rows of three or four 32 KB
-/// CTAs of which the last is nearly empty in CTAs of 40 KB (planner_tuning::staged40_for_*).
+/// CTAs of which the last is nearly empty in CTAs of 40 KB (planner_tuning::staged40_instead_of_32KB).
 /// Their registers free of row data, an SM runs more CTAs with more of the row in flight than
 /// register clusters (tuning log, staged rows).
 constexpr std::optional<plan> staged_16bit_plan(plan_call const& call) noexcept {
   const std::int64_t capacity32 = call.capacity(configs::staged_32KB);
   const std::int64_t ctas32 = call.ctas(configs::staged_32KB);
   const std::int64_t ctas40 = call.ctas(configs::staged_40KB);
-  const bool third_nearly_empty =
-      ctas32 == 3 && last_cta_at_most(call.windows, 3, capacity32,
-                                      call.tuning.staged40_for_three_32KB);
-  const bool fourth_nearly_empty =
-      ctas32 == 4 && last_cta_at_most(call.windows, 4, capacity32,
-                                      call.tuning.staged40_for_four_32KB);
-  if ((third_nearly_empty || fourth_nearly_empty) && ctas40 <= call.max_cluster)
-    return call.choose(configs::staged_40KB, ctas40);
+  for (nearly_empty_last_cta const& rule : call.tuning.staged40_instead_of_32KB)
+    if (ctas32 == rule.ctas && ctas40 <= call.max_cluster &&
+        last_cta_at_most(call.windows, rule.ctas, capacity32, rule.last_at_most))
+      return call.choose(configs::staged_40KB, ctas40);
   for (int config : {configs::staged_32KB, configs::staged_40KB, configs::staged_48KB,
                      configs::staged_64KB})
     if (call.ctas(config) <= call.max_cluster) return call.choose(config, call.ctas(config));
@@ -577,7 +573,7 @@ constexpr plan long_row_plan(plan_call const& call) noexcept {
   const bool in_output = !call.with_workspace && call.layout.out_of_place && call.has_clusters();
   if (streams || !(call.with_workspace || in_output)) return streaming;
   plan p{};
-  if (call.forward() && !call.fp32() && call.vectorized() && call.limits.compute_capability >= 90)
+  if (call.forward() && !call.fp32() && call.vectorized() && call.limits.compute_capability >= cluster_compute_capability)
     p = make_staged_split_plan(call.layout, call.rows, call.windows, call.elem_size, call.limits);
   if (p.split_ctas < 2)
     p = make_split_plan(call.dir, call.layout, call.rows, call.windows, call.elem_size,
@@ -623,7 +619,9 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, std
                                with_workspace,
                                detail::tuning_for(limits.compute_capability),
                                detail::ceil_div(cols + head, layout.vec),
-                               limits.compute_capability >= 90 ? limits.max_cluster_size : 1};
+                               limits.compute_capability >= detail::cluster_compute_capability
+                                   ? limits.max_cluster_size
+                                   : 1};
   if (auto p = detail::short_row_plan(call)) return *p;
   if (auto p = detail::one_cta_plan(call)) return *p;
   if (call.vectorized())

@@ -51,6 +51,9 @@ struct kernel_config {
 };
 
 inline constexpr int max_cluster_size = 16;  // non-portable beyond 8
+/// The compute capability from which thread-block clusters, and so the cluster and staged tiers
+/// (bulk copies, distributed shared memory), exist.
+inline constexpr int cluster_compute_capability = 90;
 
 /// One CTA a row of `threads_per_row` threads, `bytes` a thread, in CTAs of 128 threads for
 /// sub-warp rows and 256 otherwise. Rows take the smallest configuration that holds them, so

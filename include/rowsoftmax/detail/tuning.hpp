@@ -14,6 +14,12 @@ struct ratio {
   std::int64_t den;
 };
 
+/// Rows of `ctas` 32 KB staged CTAs whose last holds at most `last_at_most` of its slots.
+struct nearly_empty_last_cta {
+  std::int64_t ctas;
+  ratio last_at_most;
+};
+
 /// The planner's thresholds for one architecture.
 struct planner_tuning {
   // Short rows (tuning log, short rows).
@@ -31,11 +37,9 @@ struct planner_tuning {
   std::int64_t staged_one_cta_min_rows_per_sm;
 
   // Staged rows, 16-bit forward (tuning log, staged rows).
-  /// Rows of three 32 KB CTAs whose third holds at most this share of its slots take two of
-  /// 40 KB.
-  ratio staged40_for_three_32KB;
-  /// Rows of four 32 KB CTAs whose fourth holds at most this share take three of 40 KB.
-  ratio staged40_for_four_32KB;
+  /// Rows of so many 32 KB CTAs, the last nearly empty, take CTAs of 40 KB instead (an SM's
+  /// five of 40 KB hold more of such rows than its six of 32 KB).
+  nearly_empty_last_cta staged40_instead_of_32KB[2];
 
   // Staged rows, fp32 forward (tuning log, staged rows).
   /// Rows of at least this many 32 KB CTAs are staged (in launches as below)...
@@ -98,8 +102,7 @@ inline constexpr planner_tuning sm90_tuning = {
     /*short_rows_for_misaligned_16bit=*/false,
     /*few_rows_ctas_per_sm=*/2,
     /*staged_one_cta_min_rows_per_sm=*/24,
-    /*staged40_for_three_32KB=*/{1, 8},
-    /*staged40_for_four_32KB=*/{1, 5},
+    /*staged40_instead_of_32KB=*/{{3, {1, 8}}, {4, {1, 5}}},
     /*fp32_staged_min_ctas=*/5,
     /*fp32_staged_fewer_ctas_fill=*/{7, 8},
     /*fp32_staged_launch_above_per_sm=*/3,
@@ -129,7 +132,7 @@ inline constexpr planner_tuning sm80_tuning = sm90_tuning;
 
 /// The record for a device of compute capability `cc` (major * 10 + minor).
 constexpr planner_tuning const& tuning_for(int compute_capability) noexcept {
-  return compute_capability >= 90 ? sm90_tuning : sm80_tuning;
+  return compute_capability >= 90 ? sm90_tuning : sm80_tuning;  // sm_90: Hopper
 }
 
 }  // namespace rowsoftmax::detail
