@@ -408,8 +408,8 @@ struct plan_call {
 constexpr std::optional<plan> short_row_plan(plan_call const& call) noexcept {
   if (!call.vectorized()) return std::nullopt;
   if (call.layout.shifted && call.layout.contiguous) {
-    const std::int64_t windows = row_windows(kernel_configs[configs::first_tiled], call.layout,
-                                             call.cols);
+    const std::int64_t windows =
+        row_windows(kernel_configs[configs::first_tiled], call.layout, call.cols);
     for (int config = configs::first_tiled; config <= configs::last_tiled; ++config)
       if (has_kernel(config, call.dir, call.layout.vec, call.elem_size) &&
           windows <= call.capacity(config))
@@ -458,9 +458,9 @@ constexpr bool last_cta_at_most(std::int64_t windows, std::int64_t ctas, std::in
 
 /// 16-bit forward rows beyond one CTA: the fewest staged CTAs that hold the row, of 32 KB, or,
 /// where those do not, of 40, 48 or 64 KB, the smallest that do; and rows of three or four 32 KB
-/// CTAs of which the last is nearly empty in CTAs of 40 KB (planner_tuning::staged40_instead_of_32KB).
-/// Their registers free of row data, an SM runs more CTAs with more of the row in flight than
-/// register clusters (tuning log, staged rows).
+/// CTAs of which the last is nearly empty in CTAs of 40 KB
+/// (planner_tuning::staged40_instead_of_32KB). Their registers free of row data, an SM runs more
+/// CTAs with more of the row in flight than register clusters (tuning log, staged rows).
 constexpr std::optional<plan> staged_16bit_plan(plan_call const& call) noexcept {
   const std::int64_t capacity32 = call.capacity(configs::staged_32KB);
   const std::int64_t ctas32 = call.ctas(configs::staged_32KB);
@@ -469,8 +469,8 @@ constexpr std::optional<plan> staged_16bit_plan(plan_call const& call) noexcept 
     if (ctas32 == rule.ctas && ctas40 <= call.max_cluster &&
         last_cta_at_most(call.windows, rule.ctas, capacity32, rule.last_at_most))
       return call.choose(configs::staged_40KB, ctas40);
-  for (int config : {configs::staged_32KB, configs::staged_40KB, configs::staged_48KB,
-                     configs::staged_64KB})
+  for (int config :
+       {configs::staged_32KB, configs::staged_40KB, configs::staged_48KB, configs::staged_64KB})
     if (call.ctas(config) <= call.max_cluster) return call.choose(config, call.ctas(config));
   return std::nullopt;
 }
@@ -512,10 +512,10 @@ constexpr std::optional<plan> wide_cluster_plan(plan_call const& call, int narro
     return std::nullopt;
   const std::int64_t ctas256 = call.ctas(configs::cluster_256t_256B);
   const std::int64_t ctas288 = call.ctas(configs::cluster_256t_288B);
-  const bool as_full = ctas256 <= call.max_cluster &&
-                       cluster_fill(call.limits, static_cast<int>(ctas288)) +
-                               tuning.cluster288_fill_slack_permille >=
-                           cluster_fill(call.limits, static_cast<int>(ctas256));
+  const bool as_full =
+      ctas256 <= call.max_cluster && cluster_fill(call.limits, static_cast<int>(ctas288)) +
+                                             tuning.cluster288_fill_slack_permille >=
+                                         cluster_fill(call.limits, static_cast<int>(ctas256));
   if (call.fp32() && ctas288 <= call.max_cluster &&
       (ctas256 > call.max_cluster || (ctas288 < ctas256 && as_full)))
     return call.choose(configs::cluster_256t_288B, ctas288);
@@ -541,10 +541,9 @@ constexpr std::optional<plan> cluster_plan(plan_call const& call) noexcept {
   if (call.forward() && call.fp32())
     if (auto p = staged_fp32_plan(call)) return p;
   const bool held = call.windows <= call.capacity(configs::cluster_256t, call.max_cluster);
-  const bool narrow =
-      call.ctas(configs::cluster_128t) <= call.max_cluster &&
-      call.ctas(configs::cluster_128t) * call.capacity(configs::cluster_128t) <
-          call.ctas(configs::cluster_256t) * call.capacity(configs::cluster_256t);
+  const bool narrow = call.ctas(configs::cluster_128t) <= call.max_cluster &&
+                      call.ctas(configs::cluster_128t) * call.capacity(configs::cluster_128t) <
+                          call.ctas(configs::cluster_256t) * call.capacity(configs::cluster_256t);
   const int config = narrow ? configs::cluster_128t : configs::cluster_256t;
   if (auto p = wide_cluster_plan(call, config, held)) return p;
   const std::int64_t ctas256 = call.ctas(configs::cluster_256t);
@@ -573,7 +572,8 @@ constexpr plan long_row_plan(plan_call const& call) noexcept {
   const bool in_output = !call.with_workspace && call.layout.out_of_place && call.has_clusters();
   if (streams || !(call.with_workspace || in_output)) return streaming;
   plan p{};
-  if (call.forward() && !call.fp32() && call.vectorized() && call.limits.compute_capability >= cluster_compute_capability)
+  if (call.forward() && !call.fp32() && call.vectorized() &&
+      call.limits.compute_capability >= cluster_compute_capability)
     p = make_staged_split_plan(call.layout, call.rows, call.windows, call.elem_size, call.limits);
   if (p.split_ctas < 2)
     p = make_split_plan(call.dir, call.layout, call.rows, call.windows, call.elem_size,

@@ -79,7 +79,7 @@ struct plan {
   algorithm algo = algorithm::registers;
   int config = 0;  ///< the kernel configuration: an index into detail::kernel_configs, named in
                    ///< detail::configs (the dispatch switch's key)
-  int vec = 1;              ///< elements per vector access
+  int vec = 1;     ///< elements per vector access
   bool shifted = false;     ///< rows peel a misaligned head
   int threads_per_row = 1;  ///< threads of one CTA that share a row
   int vecs_per_thread = 1;  ///< vector slots each thread holds of a row per pass
@@ -114,12 +114,13 @@ constexpr bool operator==(plan const& a, plan const& b) noexcept {
          a.threads_per_row == b.threads_per_row && a.vecs_per_thread == b.vecs_per_thread &&
          a.rows_per_thread == b.rows_per_thread && a.tiled == b.tiled &&
          a.rows_per_cta == b.rows_per_cta && a.threads_per_cta == b.threads_per_cta &&
-         a.cluster_size == b.cluster_size && a.windows == b.windows &&
-         a.grid_ctas == b.grid_ctas && a.split_ctas == b.split_ctas &&
-         a.row_groups == b.row_groups && a.stash_tiles == b.stash_tiles &&
-         a.stash_halves == b.stash_halves && a.workspace_bytes == b.workspace_bytes &&
-         a.workspace_in_output == b.workspace_in_output;
+         a.cluster_size == b.cluster_size && a.windows == b.windows && a.grid_ctas == b.grid_ctas &&
+         a.split_ctas == b.split_ctas && a.row_groups == b.row_groups &&
+         a.stash_tiles == b.stash_tiles && a.stash_halves == b.stash_halves &&
+         a.workspace_bytes == b.workspace_bytes && a.workspace_in_output == b.workspace_in_output;
 }
-constexpr bool operator!=(plan const& a, plan const& b) noexcept { return !(a == b); }
+constexpr bool operator!=(plan const& a, plan const& b) noexcept {
+  return !(a == b);
+}
 
 }  // namespace rowsoftmax

@@ -54,11 +54,15 @@ struct layout_case {
 };
 
 inline constexpr layout_case sweep_layouts[] = {
-    {"aligned", false, false, false, false},   {"aligned-oop", false, false, false, true},
-    {"contig", false, false, true, true},      {"shifted", false, true, false, false},
-    {"shifted-oop", false, true, false, true}, {"shifted-contig", false, true, true, false},
+    {"aligned", false, false, false, false},
+    {"aligned-oop", false, false, false, true},
+    {"contig", false, false, true, true},
+    {"shifted", false, true, false, false},
+    {"shifted-oop", false, true, false, true},
+    {"shifted-contig", false, true, true, false},
     {"shifted-contig-oop", false, true, true, true},
-    {"scalar", true, false, false, false},     {"scalar-oop", true, false, true, true},
+    {"scalar", true, false, false, false},
+    {"scalar-oop", true, false, true, true},
 };
 
 /// Long rows: 2^20 .. 2^24 and their quarters, each +-3, and the shapes the tuning log names.
@@ -71,8 +75,8 @@ inline std::vector<std::int64_t> long_cols() {
       for (int d = -3; d <= 3; ++d)
         if (base + d > (std::int64_t{1} << 20)) v.push_back(base + d);
     }
-  for (std::int64_t c : {1100000, 2000000, 3000000, 3145728, 3400000, 4500000, 5800000, 6291456,
-                         9000000, 12000000})
+  for (std::int64_t c :
+       {1100000, 2000000, 3000000, 3145728, 3400000, 4500000, 5800000, 6291456, 9000000, 12000000})
     v.push_back(c);
   return v;
 }
@@ -160,8 +164,8 @@ std::string line_of(block const& b, ConfigKey const& config_key) {
     for (std::int64_t cols : long_cols()) add(cols);
   char buf[200];
   std::snprintf(buf, sizeof buf, "%s %lld %s %zu %s %d %s %016llx", b.device.name,
-                static_cast<long long>(b.rows), b.dir == direction::forward ? "fwd" : "bwd",
-                b.elem, b.layout.name, b.with_workspace ? 1 : 0,
+                static_cast<long long>(b.rows), b.dir == direction::forward ? "fwd" : "bwd", b.elem,
+                b.layout.name, b.with_workspace ? 1 : 0,
                 b.first_cols > 0 ? std::to_string(b.first_cols).c_str() : "long",
                 static_cast<unsigned long long>(h.h));
   return buf;

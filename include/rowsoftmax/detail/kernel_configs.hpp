@@ -66,14 +66,21 @@ inline constexpr int cluster_compute_capability = 90;
 /// - 16-bit: every one, but backward 144 bytes at 32 threads a row or fewer, whose kernels run
 ///   unbounded at 185-187 registers and lose to 80 bytes in more threads.
 constexpr kernel_config one_cta(int threads_per_row, int bytes) {
-  const bool fp32 = bytes == 128 ? threads_per_row >= 4
-                                 : threads_per_row >= 32 && (bytes == 80 || bytes == 144);
+  const bool fp32 =
+      bytes == 128 ? threads_per_row >= 4 : threads_per_row >= 32 && (bytes == 80 || bytes == 144);
   const bool backward_16 = !(bytes == 144 && threads_per_row <= 32);
-  const std::uint8_t kernels = static_cast<std::uint8_t>(
-      (fp32 ? fp32_any : 0) | forward_16bit | (backward_16 ? backward_16bit : 0));
-  return {algorithm::registers, threads_per_row, bytes, threads_per_row >= 32 ? 256 : 128,
-          false,                bytes == 128,    1,     false,
-          false,                kernels};
+  const std::uint8_t kernels = static_cast<std::uint8_t>((fp32 ? fp32_any : 0) | forward_16bit |
+                                                         (backward_16 ? backward_16bit : 0));
+  return {algorithm::registers,
+          threads_per_row,
+          bytes,
+          threads_per_row >= 32 ? 256 : 128,
+          false,
+          bytes == 128,
+          1,
+          false,
+          false,
+          kernels};
 }
 
 /// Short rows (at most 16 vectors): one vector a thread, 8 rows a thread, as many threads as the
@@ -94,8 +101,16 @@ constexpr kernel_config tiled_short_rows(int threads_per_row) {
 
 /// A register cluster: `threads_per_cta` threads a row in each of 2..16 CTAs, `bytes` a thread.
 constexpr kernel_config cluster(int threads_per_cta, int bytes, std::uint8_t kernels) {
-  return {algorithm::cluster, threads_per_cta, bytes, threads_per_cta, true, false,
-          1,                  false,           false, kernels};
+  return {algorithm::cluster,
+          threads_per_cta,
+          bytes,
+          threads_per_cta,
+          true,
+          false,
+          1,
+          false,
+          false,
+          kernels};
 }
 
 /// A staged cluster (forward): each CTA copies its share of the row into `bytes` a thread of
@@ -108,17 +123,53 @@ constexpr kernel_config staged(int bytes, std::uint8_t kernels) {
 /// directions and types it has kernels for; the names below (configs::) find them.
 inline constexpr kernel_config kernel_configs[] = {
     // Short rows, then short rows tiled.
-    short_rows(1), short_rows(2), short_rows(4), short_rows(8), short_rows(16),
-    tiled_short_rows(1), tiled_short_rows(2), tiled_short_rows(4), tiled_short_rows(8),
+    short_rows(1),
+    short_rows(2),
+    short_rows(4),
+    short_rows(8),
+    short_rows(16),
+    tiled_short_rows(1),
+    tiled_short_rows(2),
+    tiled_short_rows(4),
+    tiled_short_rows(8),
     // One CTA a row, smallest first (the planner takes the first that holds the row).
-    one_cta(1, 128), one_cta(2, 128),
-    one_cta(4, 80), one_cta(4, 96), one_cta(4, 112), one_cta(4, 128), one_cta(4, 144),
-    one_cta(8, 80), one_cta(8, 96), one_cta(8, 112), one_cta(8, 128), one_cta(8, 144),
-    one_cta(16, 80), one_cta(16, 96), one_cta(16, 112), one_cta(16, 128), one_cta(16, 144),
-    one_cta(32, 80), one_cta(32, 96), one_cta(32, 112), one_cta(32, 128), one_cta(32, 144),
-    one_cta(64, 80), one_cta(64, 96), one_cta(64, 112), one_cta(64, 128), one_cta(64, 144),
-    one_cta(128, 80), one_cta(128, 96), one_cta(128, 112), one_cta(128, 128), one_cta(128, 144),
-    one_cta(256, 80), one_cta(256, 96), one_cta(256, 112), one_cta(256, 128), one_cta(256, 144),
+    one_cta(1, 128),
+    one_cta(2, 128),
+    one_cta(4, 80),
+    one_cta(4, 96),
+    one_cta(4, 112),
+    one_cta(4, 128),
+    one_cta(4, 144),
+    one_cta(8, 80),
+    one_cta(8, 96),
+    one_cta(8, 112),
+    one_cta(8, 128),
+    one_cta(8, 144),
+    one_cta(16, 80),
+    one_cta(16, 96),
+    one_cta(16, 112),
+    one_cta(16, 128),
+    one_cta(16, 144),
+    one_cta(32, 80),
+    one_cta(32, 96),
+    one_cta(32, 112),
+    one_cta(32, 128),
+    one_cta(32, 144),
+    one_cta(64, 80),
+    one_cta(64, 96),
+    one_cta(64, 112),
+    one_cta(64, 128),
+    one_cta(64, 144),
+    one_cta(128, 80),
+    one_cta(128, 96),
+    one_cta(128, 112),
+    one_cta(128, 128),
+    one_cta(128, 144),
+    one_cta(256, 80),
+    one_cta(256, 96),
+    one_cta(256, 112),
+    one_cta(256, 128),
+    one_cta(256, 144),
     // One CTA of 512 threads: twice one CTA's share, where clusters are unavailable.
     {algorithm::registers, 512, 128, 512, false, false},
     // Register clusters. 128-thread CTAs for finer shares and few forward rows; 256 threads of
@@ -132,7 +183,9 @@ inline constexpr kernel_config kernel_configs[] = {
     cluster(256, 288, forward_fp32),
     // Staged clusters (forward): CTAs of 32, 40, 48 and 64 KB of shared memory; fp32 rows only
     // in those of 32 KB.
-    staged(128, forward_any), staged(160, forward_16bit), staged(192, forward_16bit),
+    staged(128, forward_any),
+    staged(160, forward_16bit),
+    staged(192, forward_16bit),
     staged(256, forward_16bit),
     // Streaming: one CTA, or a cluster, passes over the row in tiles twice.
     {algorithm::streaming, 256, 128, 256, false, true},
@@ -206,9 +259,8 @@ static_assert(configs::first_one_cta >= 0 && configs::widest_one_cta > configs::
                   configs::staged_32KB >= 0 && configs::staged_40KB >= 0 &&
                   configs::staged_48KB >= 0 && configs::staged_64KB >= 0 &&
                   configs::streaming_one_cta >= 0 && configs::streaming_cluster >= 0 &&
-                  configs::split >= 0 && configs::split_hinted >= 0 &&
-                  configs::staged_split >= 0 && configs::last_short_rows >= 0 &&
-                  configs::last_tiled >= 0,
+                  configs::split >= 0 && configs::split_hinted >= 0 && configs::staged_split >= 0 &&
+                  configs::last_short_rows >= 0 && configs::last_tiled >= 0,
               "every named configuration is in the table");
 static_assert(kernel_configs[configs::split_hinted].threads_per_row ==
                       kernel_configs[configs::split].threads_per_row &&
@@ -256,8 +308,8 @@ constexpr bool has_kernel(int config, direction dir, int vec, std::size_t elem_s
   kernel_config const& c = kernel_configs[config];
   if (vec == 1) return c.scalar_ok;
   const bool forward = dir == direction::forward, fp32 = elem_size == 4;
-  const int bit = forward ? (fp32 ? forward_fp32 : forward_16bit)
-                          : (fp32 ? backward_fp32 : backward_16bit);
+  const int bit =
+      forward ? (fp32 ? forward_fp32 : forward_16bit) : (fp32 ? backward_fp32 : backward_16bit);
   return (c.kernels & bit) != 0;
 }
 
