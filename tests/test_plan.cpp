@@ -118,7 +118,8 @@ TEST(Plan, EveryColsUpTo2Pow20CoversTheRowWithinLimits) {
 // forward, 4 backward, 16-bit only); longer rows, other misaligned 16-bit rows and the scalar
 // fallback, one row a thread.
 TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
-  for (int c = rs::detail::configs::first_short_rows; c <= rs::detail::configs::last_short_rows; ++c) {
+  for (int c = rs::detail::configs::first_short_rows; c <= rs::detail::configs::last_short_rows;
+       ++c) {
     auto const& k = kernel_configs[c];
     EXPECT_EQ(k.algo, algorithm::registers);
     EXPECT_EQ(k.threads_per_row, 1 << (c - rs::detail::configs::first_short_rows));
@@ -129,8 +130,8 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
   // The tiled ones: the same threads and rows, copied through shared memory.
   for (int c = rs::detail::configs::first_tiled; c <= rs::detail::configs::last_tiled; ++c) {
     auto const& k = kernel_configs[c];
-    auto const& untiled =
-        kernel_configs[c - rs::detail::configs::first_tiled + rs::detail::configs::first_short_rows];
+    auto const& untiled = kernel_configs[c - rs::detail::configs::first_tiled +
+                                         rs::detail::configs::first_short_rows];
     EXPECT_TRUE(k.tiled);
     EXPECT_EQ(k.algo, untiled.algo);
     EXPECT_EQ(k.threads_per_row, untiled.threads_per_row);
@@ -181,8 +182,8 @@ TEST(Plan, ShortRowsTakeAVectorAThreadAndEightRows) {
                                  (cols + vec - 1) / vec <= (fwd ? 8 : 4) && (fwd || elem == 2);
               ASSERT_EQ(p.tiled, tiled);
               if (tiled || (vec > 1 && (elem == 4 || !shifted) && p.windows <= 16)) {
-                const int first =
-                    tiled ? rs::detail::configs::first_tiled : rs::detail::configs::first_short_rows;
+                const int first = tiled ? rs::detail::configs::first_tiled
+                                        : rs::detail::configs::first_short_rows;
                 ASSERT_GE(p.config, first);
                 ASSERT_LE(p.config, first + (tiled ? (fwd ? 3 : 2) : 4));
                 ASSERT_EQ(p.vecs_per_thread, 1);
@@ -386,7 +387,8 @@ TEST(Plan, TiersOnH200) {
     EXPECT_EQ(fwd(elem, 2048 * n + 1).config, rs::detail::configs::cluster_256t_288B);
     EXPECT_EQ(fwd(elem, 2048 * n + 1).vecs_per_thread * fwd(elem, 2048 * n + 1).vec, 9 * n / 4);
     EXPECT_EQ(fwd(elem, 4096 * n).cluster_size, 8);
-    EXPECT_EQ(fwd(elem, 4096 * n).config, rs::detail::configs::cluster_256t_256B);  // 8 CTAs either way
+    EXPECT_EQ(fwd(elem, 4096 * n).config,
+              rs::detail::configs::cluster_256t_256B);  // 8 CTAs either way
     // Vocabulary rows: as many CTAs as they need.
     EXPECT_EQ(fwd(elem, 32000).cluster_size, 4);  // staged: 1024 rows (Fp32ForwardStagedInMid...)
     EXPECT_EQ(fwd(elem, 32000).algo, algorithm::staged);
@@ -430,7 +432,8 @@ TEST(Plan, TiersOnH200) {
               n);
     EXPECT_EQ(fwd(elem, 2048 * n + 1, hopper_portable).cluster_size, 4);  // 288 bytes a thread
     EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).cluster_size, 8);
-    EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).config, rs::detail::configs::cluster_256t_288B);
+    EXPECT_EQ(fwd(elem, 4096 * n + 1, hopper_portable).config,
+              rs::detail::configs::cluster_256t_288B);
     EXPECT_EQ(fwd(elem, 4608 * n + 1, hopper_portable).algo, algorithm::streaming);
     EXPECT_EQ(fwd(elem, 4608 * n + 1, hopper_portable).cluster_size, 8);
     // Without clusters (sm_80): one 512-thread CTA up to twice a CTA, then one CTA streams.
@@ -498,7 +501,8 @@ TEST(Plan, WideForwardClustersForLongRowsInFullerLaunches) {
     EXPECT_EQ(plan(rs::direction::forward, rows, 50257).cluster_size, 13);
   }
   for (std::int64_t rows : {1132, 2670}) {
-    EXPECT_EQ(plan(rs::direction::forward, rows, 50257).config, rs::detail::configs::cluster_256t_256B);
+    EXPECT_EQ(plan(rs::direction::forward, rows, 50257).config,
+              rs::detail::configs::cluster_256t_256B);
     EXPECT_EQ(plan(rs::direction::forward, rows, 50257).cluster_size, 4);
   }
   // Backward keeps 128 bytes a thread a tensor; 8 CTAs of them stay so in every direction.
@@ -531,8 +535,8 @@ TEST(Plan, Fp32ForwardClustersOf288BytesWhereTheyFillTheDeviceAsWell) {
     const std::int64_t rows = (std::int64_t{1} << 27) / cols;
     const rs::plan p = fwd(rows, cols);
     SCOPED_TRACE(std::to_string(cols) + ": " + rs::to_string(p));
-    EXPECT_EQ(p.config,
-              ctas > 0 ? rs::detail::configs::cluster_256t_288B : rs::detail::configs::cluster_256t_256B);
+    EXPECT_EQ(p.config, ctas > 0 ? rs::detail::configs::cluster_256t_288B
+                                 : rs::detail::configs::cluster_256t_256B);
     if (ctas > 0) {
       EXPECT_EQ(p.cluster_size, ctas);
       EXPECT_EQ(p.vecs_per_thread, 18);
@@ -574,7 +578,8 @@ TEST(Plan, BackwardClustersOf144BytesForRowsThe128ByteClustersDoNotHold) {
     EXPECT_EQ(bwd(most128).cluster_size, 16);
     EXPECT_EQ(bwd(most128 + 1).config, rs::detail::configs::cluster_256t_144B);
     EXPECT_EQ(bwd(most128 + 1).cluster_size, 15);
-    EXPECT_EQ(bwd(most128 - 1, true).config, rs::detail::configs::cluster_256t_144B);  // a head: 1 more
+    EXPECT_EQ(bwd(most128 - 1, true).config,
+              rs::detail::configs::cluster_256t_144B);  // a head: 1 more
     EXPECT_EQ(bwd(most144).config, rs::detail::configs::cluster_256t_144B);
     EXPECT_EQ(bwd(most144).cluster_size, 16);
     EXPECT_EQ(bwd(most144).vecs_per_thread, 9);
@@ -591,7 +596,8 @@ TEST(Plan, BackwardClustersOf144BytesForRowsThe128ByteClustersDoNotHold) {
       EXPECT_EQ(bwd(163841, true).algo, algorithm::streaming);
     }
     // Clusters of up to 8: beyond 8 CTAs of 128 bytes.
-    EXPECT_EQ(bwd(most128 / 2 + 1, false, hopper_portable).config, rs::detail::configs::cluster_256t_144B);
+    EXPECT_EQ(bwd(most128 / 2 + 1, false, hopper_portable).config,
+              rs::detail::configs::cluster_256t_144B);
     EXPECT_EQ(bwd(most128 / 2 + 1, false, hopper_portable).cluster_size, 8);
     EXPECT_EQ(bwd(most144 / 2 + 1, false, hopper_portable).algo, algorithm::streaming);
     // Not forward, nor without clusters.
@@ -764,7 +770,8 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
           const bool forty =
               (windows > 2 * 2048 && windows <= 4352) || (windows > 3 * 2048 && windows <= 6553);
           ASSERT_EQ(p.algo, algorithm::staged);
-          ASSERT_EQ(p.config, forty ? rs::detail::configs::staged_40KB : rs::detail::configs::staged_32KB);
+          ASSERT_EQ(p.config,
+                    forty ? rs::detail::configs::staged_40KB : rs::detail::configs::staged_32KB);
           ASSERT_EQ(p.cluster_size, rs::detail::ceil_div(windows, forty ? 2560 : 2048));
           ASSERT_EQ(p.vecs_per_thread, forty ? 10 : 8);
           ASSERT_EQ(p.grid_ctas, rows * p.cluster_size);
@@ -820,10 +827,12 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
   // to 8, then streaming.
   EXPECT_EQ(fwd(1046, 8 * cta, false, hopper_portable).config, rs::detail::configs::staged_32KB);
   EXPECT_EQ(fwd(1046, 8 * cta, false, hopper_portable).cluster_size, 8);
-  EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).config, rs::detail::configs::staged_40KB);
+  EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).config,
+            rs::detail::configs::staged_40KB);
   EXPECT_EQ(fwd(1046, 8 * cta + 1, false, hopper_portable).cluster_size, 7);
   EXPECT_EQ(fwd(1046, 12 * cta, false, hopper_portable).config, rs::detail::configs::staged_48KB);
-  EXPECT_EQ(fwd(1046, 12 * cta + 1, false, hopper_portable).config, rs::detail::configs::staged_64KB);
+  EXPECT_EQ(fwd(1046, 12 * cta + 1, false, hopper_portable).config,
+            rs::detail::configs::staged_64KB);
   EXPECT_EQ(fwd(1046, 16 * cta + 1, false, hopper_portable).algo, algorithm::streaming);
   // No clusters (sm_80): never staged. Backward: never staged (fp32 forward: the next test).
   EXPECT_EQ(fwd(1046, 9 * cta / 8 + 1, false, a100).algo, algorithm::registers);
@@ -834,8 +843,9 @@ TEST(Plan, SixteenBitForwardRowsBeyondOneCtaAreStaged) {
           rs::plan_for(rs::direction::backward, 64, cols, elem, {int(16 / elem), false}, h200).algo,
           algorithm::staged);
   // The staged configurations have kernels forward only, and but for CTAs of 32 KB 16-bit only.
-  for (int c : {rs::detail::configs::staged_32KB, rs::detail::configs::staged_40KB, rs::detail::configs::staged_48KB,
-                rs::detail::configs::staged_64KB, rs::detail::configs::staged_split})
+  for (int c : {rs::detail::configs::staged_32KB, rs::detail::configs::staged_40KB,
+                rs::detail::configs::staged_48KB, rs::detail::configs::staged_64KB,
+                rs::detail::configs::staged_split})
     for (std::size_t elem : {std::size_t{2}, std::size_t{4}}) {
       const int vec = static_cast<int>(16 / elem);
       EXPECT_EQ(rs::detail::has_kernel(c, rs::direction::forward, vec, elem),
@@ -1109,10 +1119,10 @@ TEST(Plan, KernelsOfEachDirectionAndType) {
        with(fp32_one_cta, {configs::staged_64KB, configs::staged_split, configs::cluster_256t_144B,
                            configs::staged_40KB, configs::staged_48KB, configs::split_hinted})},
       {bwd, 4,
-       with(fp32_one_cta, {configs::cluster_256t_256B, configs::staged_32KB, configs::staged_64KB,
-                           configs::staged_split, tiled1, tiled2, tiled4, tiled8,
-                           configs::cluster_256t_288B, configs::staged_40KB,
-                           configs::staged_48KB})},
+       with(fp32_one_cta,
+            {configs::cluster_256t_256B, configs::staged_32KB, configs::staged_64KB,
+             configs::staged_split, tiled1, tiled2, tiled4, tiled8, configs::cluster_256t_288B,
+             configs::staged_40KB, configs::staged_48KB})},
   };
   for (auto const& k : cases)
     for (int c = 0; c < rs::detail::num_kernel_configs; ++c) {
@@ -1653,4 +1663,60 @@ TEST(Plan, SplitRowsReadingTilesTwiceTakeTheHintedKernel) {
                                         {4, false}, h200, true);
   EXPECT_EQ(three_m.row_groups, 2);
   EXPECT_EQ(three_m.config, rs::detail::configs::split_hinted);
+}
+
+// Each tier's selector plans only its own tier, and plan_for takes the first selector that plans:
+// short rows hold at most 16 vectors, one CTA a row only one-CTA configurations (or its staged
+// CTA of 40 KB), cluster_plan only vectorised rows beyond one CTA, long_row_plan streaming or
+// split rows. Over random calls on the H200 and a device without clusters.
+TEST(Plan, EachTierSelectorPlansItsTier) {
+  namespace d = rs::detail;
+  std::mt19937_64 rng(12345);
+  for (auto const& dev : {h200, a100})
+    for (int i = 0; i < 20000; ++i) {
+      const auto dir = rng() % 2 ? rs::direction::forward : rs::direction::backward;
+      const std::size_t elem = rng() % 2 ? 2 : 4;
+      const int vec = rng() % 4 ? static_cast<int>(16 / elem) : 1;
+      rs::row_layout layout{vec, vec > 1 && rng() % 2 == 0, rng() % 2 == 0, rng() % 2 == 0};
+      const std::int64_t cols =
+          1 + static_cast<std::int64_t>(std::exp(std::uniform_real_distribution<>(0, 17)(rng)));
+      const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 5000);
+      const bool ws = rng() % 2 == 0;
+      const std::int64_t head = layout.shifted ? vec - 1 : 0;
+      const d::plan_call call{dir,
+                              rows,
+                              cols,
+                              elem,
+                              layout,
+                              dev,
+                              ws,
+                              d::tuning_for(dev.compute_capability),
+                              d::ceil_div(cols + head, vec),
+                              dev.compute_capability >= 90 ? dev.max_cluster_size : 1};
+      SCOPED_TRACE("cols=" + std::to_string(cols) + " rows=" + std::to_string(rows));
+      const auto short_rows = d::short_row_plan(call);
+      const auto one_cta = d::one_cta_plan(call);
+      const auto clusters = vec > 1 ? d::cluster_plan(call) : std::nullopt;
+      const rs::plan long_rows = d::long_row_plan(call);
+      if (short_rows) {
+        EXPECT_EQ(short_rows->rows_per_thread, 8);
+        EXPECT_LE(short_rows->windows, 16);
+      }
+      if (one_cta) {
+        EXPECT_TRUE(d::configs::is_one_cta(one_cta->config) ||
+                    one_cta->config == d::configs::staged_40KB);
+      }
+      if (clusters) {
+        EXPECT_TRUE(clusters->cluster_size > 1 || clusters->algo != rs::algorithm::registers ||
+                    clusters->config == d::configs::one_cta_512);
+      }
+      EXPECT_TRUE(long_rows.algo == rs::algorithm::streaming ||
+                  d::splits(kernel_configs[long_rows.config]));
+      const rs::plan want = short_rows ? *short_rows
+                            : one_cta  ? *one_cta
+                            : clusters ? *clusters
+                                       : long_rows;
+      ASSERT_TRUE(rs::plan_for(dir, rows, cols, elem, layout, dev, ws) == want);
+      ASSERT_FALSE(rs::plan_for(dir, rows, cols, elem, layout, dev, ws) != want);
+    }
 }
