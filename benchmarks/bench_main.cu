@@ -4,6 +4,9 @@
 //
 //   rowsoftmax_bench [--benchmark_filter=REGEX] [--benchmark_out=FILE --benchmark_out_format=json]
 //
+// Without a CUDA device it prints one line saying so and exits 0 (--benchmark_list_tests still
+// lists the benchmarks).
+//
 // Prints Google Benchmark's table, then a summary: TB/s (bytes: forward 2*rows*cols*size,
 // backward 3*rows*cols*size, over the median time of one launch, CUDA events) and its
 // percentage of the copy bandwidth, each launch synchronized before the next; then the same
@@ -13,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "bench_common.cuh"
@@ -112,12 +116,44 @@ std::map<std::string, result>& results() {
   return r;
 }
 
+/// Whether the command line asks only for the list of benchmarks (--benchmark_list_tests, or
+/// =true/=1), which needs no device.
+bool lists_tests(int argc, char** argv) {
+  bool list = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const std::string flag = "--benchmark_list_tests";
+    if (a == flag || a == flag + "=true" || a == flag + "=1") list = true;
+    if (a == flag + "=false" || a == flag + "=0") list = false;
+  }
+  return list;
+}
+
 }  // namespace rowsoftmax::bench
 
 int main(int argc, char** argv) {
   using namespace rowsoftmax::bench;
+  const bool list_only = lists_tests(argc, argv);  // before Initialize consumes the flags
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // Registration plans for a default device description and touches no device, so the list
+  // needs none.
+  register_float();
+  register_half();
+  register_bf16();
+  if (list_only) {
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+  }
+  int devices = 0;
+  const cudaError_t no_device = cudaGetDeviceCount(&devices);
+  if (no_device != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: %s; nothing to benchmark\n",
+                no_device != cudaSuccess ? cudaGetErrorString(no_device) : "none found");
+    benchmark::Shutdown();
+    return 0;
+  }
   int device = 0;
   check(cudaGetDevice(&device), "device");
   cudaDeviceProp prop{};
@@ -127,9 +163,6 @@ int main(int argc, char** argv) {
       "device: %s (%d SMs), copy bandwidth (read+write): %.3f TB/s synchronized, %.3f TB/s back "
       "to back\n",
       prop.name, prop.multiProcessorCount, copy, copy_b2b);
-  register_float();
-  register_half();
-  register_bf16();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 

@@ -19,6 +19,20 @@
     }                                                                  \
   } while (0)
 
+// Returns 1 from the calling function if the launcher call `call` fails, printing the call, the
+// error and, where the arguments were refused (cudaErrorInvalidValue), which one and why: `why`
+// is the explain_forward / explain_backward call with the launcher's arguments.
+#define CHECK_SOFTMAX(call, why)                                             \
+  do {                                                                       \
+    const cudaError_t err_ = (call);                                         \
+    if (err_ != cudaSuccess) {                                               \
+      const char* why_ = err_ == cudaErrorInvalidValue ? (why) : nullptr;    \
+      std::printf("%s failed: %s%s%s\n", #call, cudaGetErrorString(err_),    \
+                  why_ != nullptr ? ": " : "", why_ != nullptr ? why_ : ""); \
+      return 1;                                                              \
+    }                                                                        \
+  } while (0)
+
 namespace {
 
 /// Device memory for n floats.
@@ -98,30 +112,41 @@ int run(std::int64_t rows, std::int64_t cols, bool workspace) {
 
   if (!workspace) {
     // The whole API: one call, asynchronous on the given stream, returns cudaError_t.
-    CHECK(rowsoftmax::softmax_forward(d_x.ptr, d_y.ptr, rows, cols, /*stream=*/nullptr));
-    CHECK(rowsoftmax::softmax_backward(d_dy.ptr, d_y.ptr, d_dx.ptr, rows, cols, nullptr));
+    CHECK_SOFTMAX(rowsoftmax::softmax_forward(d_x.ptr, d_y.ptr, rows, cols, /*stream=*/nullptr),
+                  rowsoftmax::explain_forward(d_x.ptr, d_y.ptr, rows, cols));
+    CHECK_SOFTMAX(rowsoftmax::softmax_backward(d_dy.ptr, d_y.ptr, d_dx.ptr, rows, cols, nullptr),
+                  rowsoftmax::explain_backward(d_dy.ptr, d_y.ptr, d_dx.ptr, rows, cols));
     CHECK(cudaDeviceSynchronize());
   } else {
     // CUB's convention: a null workspace asks for its size; then the call with one. One
     // allocation serves both directions (a workspace holds nothing between calls, but two calls
     // that may run at once need one each).
     std::size_t forward_bytes = 0, backward_bytes = 0;
-    CHECK(rowsoftmax::softmax_forward(nullptr, &forward_bytes, d_x.ptr, d_y.ptr, rows, cols));
-    CHECK(rowsoftmax::softmax_backward(nullptr, &backward_bytes, d_dy.ptr, d_y.ptr, d_dx.ptr, rows,
-                                       cols));
+    CHECK_SOFTMAX(
+        rowsoftmax::softmax_forward(nullptr, &forward_bytes, d_x.ptr, d_y.ptr, rows, cols),
+        rowsoftmax::explain_forward(nullptr, &forward_bytes, d_x.ptr, d_y.ptr, rows, cols));
+    CHECK_SOFTMAX(rowsoftmax::softmax_backward(nullptr, &backward_bytes, d_dy.ptr, d_y.ptr,
+                                               d_dx.ptr, rows, cols),
+                  rowsoftmax::explain_backward(nullptr, &backward_bytes, d_dy.ptr, d_y.ptr,
+                                               d_dx.ptr, rows, cols));
     std::size_t bytes = std::max(forward_bytes, backward_bytes);
     std::printf("  workspace: %zu bytes forward, %zu backward\n", forward_bytes, backward_bytes);
     void* ws = nullptr;
     CHECK(cudaMalloc(&ws, std::max<std::size_t>(bytes, 1)));  // non-null even for 0 bytes
+    const char* why = nullptr;
     const cudaError_t err = [&] {
       cudaError_t e = rowsoftmax::softmax_forward(ws, &bytes, d_x.ptr, d_y.ptr, rows, cols);
+      if (e == cudaErrorInvalidValue)
+        why = rowsoftmax::explain_forward(ws, &bytes, d_x.ptr, d_y.ptr, rows, cols);
       if (e == cudaSuccess)
         e = rowsoftmax::softmax_backward(ws, &bytes, d_dy.ptr, d_y.ptr, d_dx.ptr, rows, cols);
+      if (e == cudaErrorInvalidValue && why == nullptr)
+        why = rowsoftmax::explain_backward(ws, &bytes, d_dy.ptr, d_y.ptr, d_dx.ptr, rows, cols);
       if (e == cudaSuccess) e = cudaDeviceSynchronize();  // before the workspace is freed
       return e;
     }();
     cudaFree(ws);
-    CHECK(err);
+    CHECK_SOFTMAX(err, why);
   }
   CHECK(cudaMemcpy(y.data(), d_y.ptr, n * sizeof(float), cudaMemcpyDeviceToHost));
   CHECK(cudaMemcpy(dx.data(), d_dx.ptr, n * sizeof(float), cudaMemcpyDeviceToHost));
@@ -144,8 +169,9 @@ int run(std::int64_t rows, std::int64_t cols, bool workspace) {
 
 int main() {
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no CUDA device: nothing to run\n");
+  if (const cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: %s; nothing to run\n",
+                e != cudaSuccess ? cudaGetErrorString(e) : "none found");
     return 0;
   }
   const int short_rows = run(4, 1000, false);

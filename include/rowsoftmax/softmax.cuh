@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <type_traits>
 
 #include "detail/dispatch.cuh"
@@ -271,6 +272,150 @@ cudaError_t softmax_backward_plan(T const* dy, std::int64_t dy_row_stride, T con
 inline cudaError_t query_device_limits(int device, device_limits* out) noexcept {
   if (out == nullptr) return cudaErrorInvalidValue;
   return detail::cached_device_limits(device, out);
+}
+
+namespace detail {
+/// The sentence for the launchers' argument checks (check_args), without the workspace's.
+template <class Op, std::size_t N>
+const char* explain_tensors(char const* const (&names)[N], tensor_arg const (&t)[N],
+                            std::int64_t rows, std::int64_t cols) noexcept {
+  constexpr std::size_t elem = sizeof(typename Op::value_type);
+  return explain_args(check_args(t, elem, rows, cols), names, t, elem, rows, cols);
+}
+
+/// The workspace overloads' explanation: the launchers' checks in their order (check_args, then
+/// for a call with a workspace to run on, the plan and the workspace it needs) as a sentence;
+/// nullptr where the launcher would accept the arguments. Planning instantiates the kernels
+/// (their occupancy is queried), so the overloads without a workspace do not come here.
+template <class Op, std::size_t N>
+const char* explain_call(direction dir, char const* const (&names)[N], tensor_arg const (&t)[N],
+                         std::int64_t rows, std::int64_t cols, void const* workspace,
+                         std::size_t const* workspace_bytes) noexcept {
+  if (const char* why = explain_tensors<Op>(names, t, rows, cols)) return why;
+  // A size query, or no rows: nothing else is checked before the launch.
+  if (workspace == nullptr || rows == 0) return nullptr;
+  plan p;
+  const cudaError_t e = plan_call<Op>(dir, t, rows, cols, true, &p);
+  char* b = explain_buffer();
+  constexpr std::size_t n = explain_buffer_size;
+  if (e != cudaSuccess) {
+    std::snprintf(b, n, "no plan for these arguments on the current device: %s",
+                  cudaGetErrorString(e));
+    return b;
+  }
+  if (workspace_holds(p, workspace, *workspace_bytes)) return nullptr;
+  if (reinterpret_cast<std::uintptr_t>(workspace) % 8 != 0)
+    std::snprintf(b, n, "workspace (%p) is not 8-byte aligned", workspace);
+  else
+    std::snprintf(b, n, "*workspace_bytes (%zu) is smaller than the %lld bytes this call needs",
+                  *workspace_bytes, static_cast<long long>(p.workspace_bytes));
+  return b;
+}
+
+inline const char* null_workspace_bytes() noexcept {
+  return "workspace_bytes is null: it must point to the workspace's size in bytes";
+}
+}  // namespace detail
+
+/// @brief Why `softmax_forward` would refuse these arguments with cudaErrorInvalidValue: a
+/// sentence naming the argument and the rule it breaks (e.g. "y_row_stride (7) is smaller than
+/// cols (8)"), or nullptr where the launcher accepts them.
+///
+/// Takes the launcher's arguments (`stream` is not used) and applies the launcher's own checks,
+/// so the two never disagree. Never touches the device or the memory pointed to, except the
+/// workspace overloads given a workspace to run with (not a size query), which plan the call as
+/// the launcher does (a device query, cached) to check the workspace's size. The sentence lives in
+/// a thread-local buffer, valid until this thread's next explanation.
+///
+/// @code
+/// if (const cudaError_t e = rowsoftmax::softmax_forward(x, xs, y, ys, rows, cols, s)) {
+///   const char* why = rowsoftmax::explain_forward(x, xs, y, ys, rows, cols);
+///   std::fprintf(stderr, "softmax_forward: %s\n", why ? why : cudaGetErrorString(e));
+/// }
+/// @endcode
+template <class T>
+const char* explain_forward(T const* x, std::int64_t x_row_stride, T const* y,
+                            std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
+                            cudaStream_t /*stream*/ = nullptr) noexcept {
+  static_assert(detail::supported_type_v<T>,
+                "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
+  return detail::explain_tensors<detail::forward_op<T>>({"x", "y"}, t, rows, cols);
+}
+
+/// @brief explain_forward for the contiguous overload (row stride == cols).
+template <class T>
+const char* explain_forward(T const* x, T const* y, std::int64_t rows, std::int64_t cols,
+                            cudaStream_t stream = nullptr) noexcept {
+  return explain_forward(x, cols, y, cols, rows, cols, stream);
+}
+
+/// @brief explain_forward for the workspace overload: also a null `workspace_bytes`, and, given
+/// a workspace to run with, one smaller than the call needs or not 8-byte aligned.
+template <class T>
+const char* explain_forward(void const* workspace, std::size_t const* workspace_bytes, T const* x,
+                            std::int64_t x_row_stride, T const* y, std::int64_t y_row_stride,
+                            std::int64_t rows, std::int64_t cols,
+                            cudaStream_t /*stream*/ = nullptr) noexcept {
+  static_assert(detail::supported_type_v<T>,
+                "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  if (workspace_bytes == nullptr) return detail::null_workspace_bytes();
+  const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
+  return detail::explain_call<detail::forward_op<T>>(direction::forward, {"x", "y"}, t, rows, cols,
+                                                     workspace, workspace_bytes);
+}
+
+/// @brief explain_forward for the workspace overload of contiguous rows.
+template <class T>
+const char* explain_forward(void const* workspace, std::size_t const* workspace_bytes, T const* x,
+                            T const* y, std::int64_t rows, std::int64_t cols,
+                            cudaStream_t stream = nullptr) noexcept {
+  return explain_forward(workspace, workspace_bytes, x, cols, y, cols, rows, cols, stream);
+}
+
+/// @brief Why `softmax_backward` would refuse these arguments (nullptr: it accepts them).
+/// See explain_forward.
+template <class T>
+const char* explain_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
+                             std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
+                             std::int64_t rows, std::int64_t cols,
+                             cudaStream_t /*stream*/ = nullptr) noexcept {
+  static_assert(detail::supported_type_v<T>,
+                "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  const detail::tensor_arg t[] = {
+      {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
+  return detail::explain_tensors<detail::backward_op<T>>({"dy", "y", "dx"}, t, rows, cols);
+}
+
+/// @brief explain_backward for the contiguous overload (row stride == cols).
+template <class T>
+const char* explain_backward(T const* dy, T const* y, T const* dx, std::int64_t rows,
+                             std::int64_t cols, cudaStream_t stream = nullptr) noexcept {
+  return explain_backward(dy, cols, y, cols, dx, cols, rows, cols, stream);
+}
+
+/// @brief explain_backward for the workspace overload. See explain_forward's.
+template <class T>
+const char* explain_backward(void const* workspace, std::size_t const* workspace_bytes, T const* dy,
+                             std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
+                             T const* dx, std::int64_t dx_row_stride, std::int64_t rows,
+                             std::int64_t cols, cudaStream_t /*stream*/ = nullptr) noexcept {
+  static_assert(detail::supported_type_v<T>,
+                "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  if (workspace_bytes == nullptr) return detail::null_workspace_bytes();
+  const detail::tensor_arg t[] = {
+      {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
+  return detail::explain_call<detail::backward_op<T>>(direction::backward, {"dy", "y", "dx"}, t,
+                                                      rows, cols, workspace, workspace_bytes);
+}
+
+/// @brief explain_backward for the workspace overload of contiguous rows.
+template <class T>
+const char* explain_backward(void const* workspace, std::size_t const* workspace_bytes, T const* dy,
+                             T const* y, T const* dx, std::int64_t rows, std::int64_t cols,
+                             cudaStream_t stream = nullptr) noexcept {
+  return explain_backward(workspace, workspace_bytes, dy, cols, y, cols, dx, cols, rows, cols,
+                          stream);
 }
 
 }  // namespace rowsoftmax

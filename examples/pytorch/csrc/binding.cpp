@@ -56,7 +56,10 @@ T* ptr(torch::Tensor const& t) {
   return reinterpret_cast<T*>(t.data_ptr());
 }
 
-void check_cuda(cudaError_t e) {
+// Raises for a launcher's error: ValueError naming the argument and the rule where the launcher
+// refused the arguments (`why`, rowsoftmax::explain_*), RuntimeError for other CUDA errors.
+void check_cuda(cudaError_t e, const char* why) {
+  TORCH_CHECK_VALUE(why == nullptr, "rowsoftmax: ", cudaGetErrorString(e), ": ", why);
   TORCH_CHECK(e == cudaSuccess, "rowsoftmax: ", cudaGetErrorString(e));
 }
 
@@ -67,19 +70,22 @@ torch::Tensor forward(torch::Tensor x) {
   auto y = torch::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
   if (in.rows == 0) return y;
   const auto stream = at::cuda::getCurrentCUDAStream().stream();
+  const char* why = nullptr;
+  cudaError_t e = cudaSuccess;
   switch (x.scalar_type()) {
     case torch::kFloat:
-      check_cuda(rowsoftmax_ext::forward(ptr<float>(in.t), in.stride, ptr<float>(y), in.cols,
-                                         in.rows, in.cols, stream));
+      e = rowsoftmax_ext::forward(ptr<float>(in.t), in.stride, ptr<float>(y), in.cols, in.rows,
+                                  in.cols, stream, &why);
       break;
     case torch::kHalf:
-      check_cuda(rowsoftmax_ext::forward(ptr<__half>(in.t), in.stride, ptr<__half>(y), in.cols,
-                                         in.rows, in.cols, stream));
+      e = rowsoftmax_ext::forward(ptr<__half>(in.t), in.stride, ptr<__half>(y), in.cols, in.rows,
+                                  in.cols, stream, &why);
       break;
     default:
-      check_cuda(rowsoftmax_ext::forward(ptr<__nv_bfloat16>(in.t), in.stride, ptr<__nv_bfloat16>(y),
-                                         in.cols, in.rows, in.cols, stream));
+      e = rowsoftmax_ext::forward(ptr<__nv_bfloat16>(in.t), in.stride, ptr<__nv_bfloat16>(y),
+                                  in.cols, in.rows, in.cols, stream, &why);
   }
+  check_cuda(e, why);
   return y;
 }
 
@@ -94,20 +100,23 @@ torch::Tensor backward(torch::Tensor dy, torch::Tensor y) {
   auto dx = torch::empty(y.sizes(), y.options().memory_format(at::MemoryFormat::Contiguous));
   if (o.rows == 0) return dx;
   const auto stream = at::cuda::getCurrentCUDAStream().stream();
+  const char* why = nullptr;
+  cudaError_t e = cudaSuccess;
   switch (y.scalar_type()) {
     case torch::kFloat:
-      check_cuda(rowsoftmax_ext::backward(ptr<float>(g.t), g.stride, ptr<float>(o.t), o.stride,
-                                          ptr<float>(dx), o.cols, o.rows, o.cols, stream));
+      e = rowsoftmax_ext::backward(ptr<float>(g.t), g.stride, ptr<float>(o.t), o.stride,
+                                   ptr<float>(dx), o.cols, o.rows, o.cols, stream, &why);
       break;
     case torch::kHalf:
-      check_cuda(rowsoftmax_ext::backward(ptr<__half>(g.t), g.stride, ptr<__half>(o.t), o.stride,
-                                          ptr<__half>(dx), o.cols, o.rows, o.cols, stream));
+      e = rowsoftmax_ext::backward(ptr<__half>(g.t), g.stride, ptr<__half>(o.t), o.stride,
+                                   ptr<__half>(dx), o.cols, o.rows, o.cols, stream, &why);
       break;
     default:
-      check_cuda(rowsoftmax_ext::backward(ptr<__nv_bfloat16>(g.t), g.stride,
-                                          ptr<__nv_bfloat16>(o.t), o.stride, ptr<__nv_bfloat16>(dx),
-                                          o.cols, o.rows, o.cols, stream));
+      e = rowsoftmax_ext::backward(ptr<__nv_bfloat16>(g.t), g.stride, ptr<__nv_bfloat16>(o.t),
+                                   o.stride, ptr<__nv_bfloat16>(dx), o.cols, o.rows, o.cols, stream,
+                                   &why);
   }
+  check_cuda(e, why);
   return dx;
 }
 

@@ -9,13 +9,16 @@
 
 namespace rowsoftmax_ext {
 
+/// rowsoftmax::softmax_forward; where it refuses the arguments (cudaErrorInvalidValue), `*why`
+/// is rowsoftmax::explain_forward's sentence for them (else nullptr).
 template <class T>
 cudaError_t forward(T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
-                    std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+                    std::int64_t rows, std::int64_t cols, cudaStream_t stream, const char** why);
 
+/// rowsoftmax::softmax_backward, with explain_backward's sentence in `*why` as forward's.
 template <class T>
 cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64_t y_stride, T* dx,
                      std::int64_t dx_stride, std::int64_t rows, std::int64_t cols,
-                     cudaStream_t stream);
+                     cudaStream_t stream, const char** why);
 
 }  // namespace rowsoftmax_ext

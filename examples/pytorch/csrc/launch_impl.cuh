@@ -11,16 +11,24 @@ namespace rowsoftmax_ext {
 
 template <class T>
 cudaError_t forward(T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
-                    std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  return rowsoftmax::softmax_forward(x, x_stride, y, y_stride, rows, cols, stream);
+                    std::int64_t rows, std::int64_t cols, cudaStream_t stream, const char** why) {
+  const cudaError_t e = rowsoftmax::softmax_forward(x, x_stride, y, y_stride, rows, cols, stream);
+  *why = e == cudaErrorInvalidValue
+             ? rowsoftmax::explain_forward(x, x_stride, y, y_stride, rows, cols)
+             : nullptr;
+  return e;
 }
 
 template <class T>
 cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64_t y_stride, T* dx,
                      std::int64_t dx_stride, std::int64_t rows, std::int64_t cols,
-                     cudaStream_t stream) {
-  return rowsoftmax::softmax_backward(dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols,
-                                      stream);
+                     cudaStream_t stream, const char** why) {
+  const cudaError_t e =
+      rowsoftmax::softmax_backward(dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols, stream);
+  *why = e == cudaErrorInvalidValue
+             ? rowsoftmax::explain_backward(dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols)
+             : nullptr;
+  return e;
 }
 
 }  // namespace rowsoftmax_ext
@@ -28,7 +36,8 @@ cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64
 /// Explicit instantiations of forward and backward for element type T.
 #define ROWSOFTMAX_EXT_INSTANTIATE(T)                                                              \
   template cudaError_t rowsoftmax_ext::forward<T>(T const*, std::int64_t, T*, std::int64_t,        \
-                                                  std::int64_t, std::int64_t, cudaStream_t);       \
+                                                  std::int64_t, std::int64_t, cudaStream_t,        \
+                                                  const char**);                                   \
   template cudaError_t rowsoftmax_ext::backward<T>(T const*, std::int64_t, T const*, std::int64_t, \
                                                    T*, std::int64_t, std::int64_t, std::int64_t,   \
-                                                   cudaStream_t)
+                                                   cudaStream_t, const char**)

@@ -4,8 +4,10 @@
     import rowsoftmax_torch
     y = rowsoftmax_torch.softmax(x)            # x: CUDA float32/float16/bfloat16, any rank
 
-The extension is compiled on first import (torch.utils.cpp_extension.load) from the
-rowsoftmax headers in this repository (or ROWSOFTMAX_INCLUDE_DIR for an installed copy).
+Installed with `pip install --no-build-isolation ./examples/pytorch` (setup.py), the extension
+was compiled ahead of time (rowsoftmax_torch._C). Used from the source tree instead, it is
+compiled on first use (torch.utils.cpp_extension.load, cached by torch) from the rowsoftmax
+headers in this repository (or ROWSOFTMAX_INCLUDE_DIR for an installed copy).
 """
 from __future__ import annotations
 
@@ -23,9 +25,17 @@ _ext = None
 
 
 def _extension():
-    """Builds (once, cached by torch in its extensions directory) and returns the module."""
+    """The ahead-of-time module, else builds (once, cached by torch in its extensions
+    directory) and returns the module."""
     global _ext
     if _ext is None:
+        try:
+            from . import _C  # built by setup.py
+
+            _ext = _C
+            return _ext
+        except ImportError:
+            pass
         if "TORCH_CUDA_ARCH_LIST" not in os.environ and torch.cuda.is_available():
             major, minor = torch.cuda.get_device_capability()
             os.environ["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host-side helpers of the launchers that need no kernel: argument validation, the vector
-// layout shared by a call's tensors.
+// Host-side helpers of the launchers that need no kernel: argument validation and its
+// explanation, the vector layout shared by a call's tensors.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 
 #include "../plan.hpp"
@@ -27,34 +28,125 @@ struct tensor_arg {
   bool output;
 };
 
-/// Checks a call's arguments; never touches the device. `*nothing_to_do` is set when rows == 0.
-/// Rules: rows, cols >= 0; rows == 0 is a no-op; otherwise cols >= 1, every pointer non-null and
-/// aligned to its element, every stride >= cols, the last element's byte offset representable
-/// in int64, and an output that is the same pointer as an input has the same stride (in-place).
+/// The argument rules of the launchers, in the order they are checked (the first broken one is
+/// reported). Both `validate` (the launchers) and `explain_args` (rowsoftmax::explain_forward and
+/// explain_backward) read them from `check_args`, so what is refused and what is explained agree.
+enum class arg_rule : unsigned char {
+  ok,                 ///< the arguments are valid
+  negative_rows,      ///< rows < 0
+  negative_cols,      ///< cols < 0
+  zero_cols,          ///< cols == 0 while rows > 0
+  null_pointer,       ///< a tensor's pointer is null while rows > 0
+  misaligned,         ///< a tensor's pointer is not a multiple of its element size
+  stride_below_cols,  ///< a tensor's row stride is smaller than cols
+  offset_overflow,    ///< a tensor's last element lies beyond the int64 byte range
+  in_place_stride,    ///< an output is an input (in place) with another row stride
+};
+
+/// The outcome of `check_args`: the rule broken and the tensors it concerns (indices into the
+/// call's tensor_arg array; -1 where none). `tensor` for the per-tensor rules; for in_place_stride
+/// `tensor` is the output and `other` the input it aliases.
+struct arg_check {
+  arg_rule rule = arg_rule::ok;
+  int tensor = -1;
+  int other = -1;
+};
+
+/// Checks a call's arguments; never touches the device. Rules: rows, cols >= 0; rows == 0 is a
+/// no-op; otherwise cols >= 1, every pointer non-null and aligned to its element, every stride >=
+/// cols, the last element's byte offset representable in int64, and an output that is the same
+/// pointer as an input has the same stride (in-place).
 template <std::size_t N>
-inline cudaError_t validate(tensor_arg const (&t)[N], std::size_t elem_size, std::int64_t rows,
-                            std::int64_t cols, bool* nothing_to_do) noexcept {
-  *nothing_to_do = false;
-  if (rows < 0 || cols < 0) return cudaErrorInvalidValue;
-  if (rows == 0) {
-    *nothing_to_do = true;
-    return cudaSuccess;
-  }
-  if (cols == 0) return cudaErrorInvalidValue;
+inline arg_check check_args(tensor_arg const (&t)[N], std::size_t elem_size, std::int64_t rows,
+                            std::int64_t cols) noexcept {
+  if (rows < 0) return {arg_rule::negative_rows};
+  if (cols < 0) return {arg_rule::negative_cols};
+  if (rows == 0) return {};
+  if (cols == 0) return {arg_rule::zero_cols};
   const std::int64_t max_elems =
       std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(elem_size);
   for (std::size_t i = 0; i < N; ++i) {
-    if (t[i].ptr == nullptr) return cudaErrorInvalidValue;
-    if (reinterpret_cast<std::uintptr_t>(t[i].ptr) % elem_size != 0) return cudaErrorInvalidValue;
-    if (t[i].stride < cols) return cudaErrorInvalidValue;
+    const int k = static_cast<int>(i);
+    if (t[i].ptr == nullptr) return {arg_rule::null_pointer, k};
+    if (reinterpret_cast<std::uintptr_t>(t[i].ptr) % elem_size != 0)
+      return {arg_rule::misaligned, k};
+    if (t[i].stride < cols) return {arg_rule::stride_below_cols, k};
     // (rows - 1) * stride + cols <= max_elems, without overflowing.
-    if ((rows - 1) > (max_elems - cols) / t[i].stride) return cudaErrorInvalidValue;
+    if ((rows - 1) > (max_elems - cols) / t[i].stride) return {arg_rule::offset_overflow, k};
   }
   for (std::size_t i = 0; i < N; ++i)
     for (std::size_t j = 0; j < N; ++j)
       if (i != j && t[i].output && t[i].ptr == t[j].ptr && t[i].stride != t[j].stride)
-        return cudaErrorInvalidValue;
-  return cudaSuccess;
+        return {arg_rule::in_place_stride, static_cast<int>(i), static_cast<int>(j)};
+  return {};
+}
+
+/// The launchers' check: cudaErrorInvalidValue where `check_args` finds a broken rule.
+/// `*nothing_to_do` is set when the arguments are valid and rows == 0.
+template <std::size_t N>
+inline cudaError_t validate(tensor_arg const (&t)[N], std::size_t elem_size, std::int64_t rows,
+                            std::int64_t cols, bool* nothing_to_do) noexcept {
+  const arg_check c = check_args(t, elem_size, rows, cols);
+  *nothing_to_do = c.rule == arg_rule::ok && rows == 0;
+  return c.rule == arg_rule::ok ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+/// One thread's buffer for the sentences of `explain_args`: a sentence stays valid until the
+/// thread's next explanation.
+inline constexpr std::size_t explain_buffer_size = 320;
+inline char* explain_buffer() noexcept {
+  static thread_local char buffer[explain_buffer_size];
+  return buffer;
+}
+
+/// The sentence for the rule `c` breaks, naming the argument (`names[i]` is tensor i's pointer
+/// parameter; its stride parameter is "<name>_row_stride") and the values; nullptr for ok.
+template <std::size_t N>
+const char* explain_args(arg_check c, char const* const (&names)[N], tensor_arg const (&t)[N],
+                         std::size_t elem_size, std::int64_t rows, std::int64_t cols) noexcept {
+  char* b = explain_buffer();
+  constexpr std::size_t n = explain_buffer_size;
+  const auto ll = [](std::int64_t v) { return static_cast<long long>(v); };
+  char const* name = c.tensor >= 0 ? names[c.tensor] : "";
+  const std::int64_t stride = c.tensor >= 0 ? t[c.tensor].stride : 0;
+  switch (c.rule) {
+    case arg_rule::ok:
+      return nullptr;
+    case arg_rule::negative_rows:
+      std::snprintf(b, n, "rows (%lld) is negative", ll(rows));
+      break;
+    case arg_rule::negative_cols:
+      std::snprintf(b, n, "cols (%lld) is negative", ll(cols));
+      break;
+    case arg_rule::zero_cols:
+      std::snprintf(b, n, "cols is 0 while rows (%lld) is not: a row needs at least one element",
+                    ll(rows));
+      break;
+    case arg_rule::null_pointer:
+      std::snprintf(b, n, "%s is null while rows (%lld) is not 0", name, ll(rows));
+      break;
+    case arg_rule::misaligned:
+      std::snprintf(b, n, "%s (%p) is not aligned to its element size (%zu bytes)", name,
+                    t[c.tensor].ptr, elem_size);
+      break;
+    case arg_rule::stride_below_cols:
+      std::snprintf(b, n, "%s_row_stride (%lld) is smaller than cols (%lld)", name, ll(stride),
+                    ll(cols));
+      break;
+    case arg_rule::offset_overflow:
+      std::snprintf(b, n,
+                    "%s's last element, (rows - 1) * %s_row_stride + cols = (%lld - 1) * %lld + "
+                    "%lld elements of %zu bytes, lies beyond the int64 byte range",
+                    name, name, ll(rows), ll(stride), ll(cols), elem_size);
+      break;
+    case arg_rule::in_place_stride:
+      std::snprintf(b, n,
+                    "%s is %s (in place) but %s_row_stride (%lld) differs from %s_row_stride "
+                    "(%lld); in place needs equal strides",
+                    name, names[c.other], name, ll(stride), names[c.other], ll(t[c.other].stride));
+      break;
+  }
+  return b;
 }
 
 /// The widest vector access every tensor allows. 16-byte vectors when all rows start on a
