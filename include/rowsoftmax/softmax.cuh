@@ -23,47 +23,74 @@ template <class T>
 inline constexpr bool supported_type_v =
     std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 
-template <class Op, std::size_t N>
-cudaError_t plan_call(direction dir, tensor_arg const (&t)[N], std::int64_t rows, std::int64_t cols,
-                      bool with_workspace, plan* out) noexcept {
+/// One call of a forward launcher (or its plan query or explanation): the tensors the checks
+/// see, in argument order with the names errors give them, and the kernel's arguments. Every
+/// public forward overload builds one and goes through the functions below.
+template <class T>
+struct forward_call {
+  static_assert(supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  using op = forward_op<T>;
+  static constexpr char const* names[] = {"x", "y"};
+  tensor_arg tensors[2];
+  typename op::args args;
+  // `y` is const for the explanations, which never launch.
+  forward_call(T const* x, std::int64_t x_row_stride, T const* y, std::int64_t y_row_stride,
+               std::int64_t rows, std::int64_t cols) noexcept
+      : tensors{{x, x_row_stride, false}, {y, y_row_stride, true}},
+        args{x, x_row_stride, const_cast<T*>(y), y_row_stride, rows, cols} {}
+};
+
+/// One call of a backward launcher: see forward_call.
+template <class T>
+struct backward_call {
+  static_assert(supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
+  using op = backward_op<T>;
+  static constexpr char const* names[] = {"dy", "y", "dx"};
+  tensor_arg tensors[3];
+  typename op::args args;
+  backward_call(T const* dy, std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
+                T const* dx, std::int64_t dx_row_stride, std::int64_t rows,
+                std::int64_t cols) noexcept
+      : tensors{{dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}},
+        args{dy, dy_row_stride, y, y_row_stride, const_cast<T*>(dx), dx_row_stride, rows, cols} {}
+};
+
+/// The launchers' checks (validate), then the plan for the current device (choose_plan); a
+/// default plan where there are no rows.
+template <class Call>
+cudaError_t plan_call(Call const& call, bool with_workspace, plan* out) noexcept {
+  using Op = typename Call::op;
+  constexpr std::size_t elem = sizeof(typename Op::value_type);
+  auto const& a = call.args;
   bool nothing = false;
-  ROWSOFTMAX_TRY(validate(t, sizeof(typename Op::value_type), rows, cols, &nothing));
+  ROWSOFTMAX_TRY(validate(call.tensors, elem, a.rows, a.cols, &nothing));
   if (nothing) {
     *out = plan{};
     return cudaSuccess;
   }
   int device = 0;
   ROWSOFTMAX_TRY(cudaGetDevice(&device));
-  return choose_plan<Op>(dir, layout_of(t, sizeof(typename Op::value_type), rows, cols), rows, cols,
+  return choose_plan<Op>(Op::dir, layout_of(call.tensors, elem, a.rows, a.cols), a.rows, a.cols,
                          device, with_workspace, out);
 }
 
 /// The launchers' body. `workspace_bytes == nullptr`: the launchers without a workspace.
 /// Otherwise the CUB convention: `workspace == nullptr` asks for the size (nothing launched),
 /// else `*workspace_bytes` bytes at `workspace` may be used.
-template <class Op, std::size_t N>
-cudaError_t launch_call(direction dir, tensor_arg const (&t)[N], typename Op::args const& a,
-                        void* workspace, std::size_t* workspace_bytes,
+template <class Call>
+cudaError_t launch_call(Call const& call, void* workspace, std::size_t* workspace_bytes,
                         cudaStream_t stream) noexcept {
   const bool with_workspace = workspace_bytes != nullptr;
-  bool nothing = false;
-  ROWSOFTMAX_TRY(validate(t, sizeof(typename Op::value_type), a.rows, a.cols, &nothing));
   plan p;
-  if (!nothing) {
-    int device = 0;
-    ROWSOFTMAX_TRY(cudaGetDevice(&device));
-    ROWSOFTMAX_TRY(choose_plan<Op>(dir,
-                                   layout_of(t, sizeof(typename Op::value_type), a.rows, a.cols),
-                                   a.rows, a.cols, device, with_workspace, &p));
-  }
+  ROWSOFTMAX_TRY(plan_call(call, with_workspace, &p));
   if (with_workspace && workspace == nullptr) {
     *workspace_bytes = static_cast<std::size_t>(p.workspace_bytes);
     return cudaSuccess;
   }
-  if (nothing) return cudaSuccess;
+  if (call.args.rows == 0) return cudaSuccess;
   if (!workspace_holds(p, workspace, with_workspace ? *workspace_bytes : 0))
     return cudaErrorInvalidValue;
-  return launch<Op>(p, a, workspace, stream);
+  return launch<typename Call::op>(p, call.args, workspace, stream);
 }
 }  // namespace detail
 
@@ -108,12 +135,8 @@ template <class T>
 cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
                             std::int64_t rows, std::int64_t cols,
                             cudaStream_t stream = nullptr) noexcept {
-  static_assert(detail::supported_type_v<T>,
-                "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
-  const typename detail::forward_op<T>::args a{x, x_row_stride, y, y_row_stride, rows, cols};
-  return detail::launch_call<detail::forward_op<T>>(direction::forward, t, a, nullptr, nullptr,
-                                                    stream);
+  return detail::launch_call(detail::forward_call<T>(x, x_row_stride, y, y_row_stride, rows, cols),
+                             nullptr, nullptr, stream);
 }
 
 /// @brief Row-wise softmax of contiguous rows (row stride == cols). See the strided overload.
@@ -142,14 +165,9 @@ cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y
                              std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
                              std::int64_t rows, std::int64_t cols,
                              cudaStream_t stream = nullptr) noexcept {
-  static_assert(detail::supported_type_v<T>,
-                "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  const detail::tensor_arg t[] = {
-      {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
-  const typename detail::backward_op<T>::args a{dy, dy_row_stride, y,    y_row_stride,
-                                                dx, dx_row_stride, rows, cols};
-  return detail::launch_call<detail::backward_op<T>>(direction::backward, t, a, nullptr, nullptr,
-                                                     stream);
+  return detail::launch_call(
+      detail::backward_call<T>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols),
+      nullptr, nullptr, stream);
 }
 
 /// @brief Softmax backward of contiguous rows (row stride == cols). See the strided overload.
@@ -188,13 +206,9 @@ cudaError_t softmax_forward(void* workspace, std::size_t* workspace_bytes, T con
                             std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
                             std::int64_t rows, std::int64_t cols,
                             cudaStream_t stream = nullptr) noexcept {
-  static_assert(detail::supported_type_v<T>,
-                "rowsoftmax: T must be float, __half or __nv_bfloat16");
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
-  const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
-  const typename detail::forward_op<T>::args a{x, x_row_stride, y, y_row_stride, rows, cols};
-  return detail::launch_call<detail::forward_op<T>>(direction::forward, t, a, workspace,
-                                                    workspace_bytes, stream);
+  return detail::launch_call(detail::forward_call<T>(x, x_row_stride, y, y_row_stride, rows, cols),
+                             workspace, workspace_bytes, stream);
 }
 
 /// @brief Row-wise softmax with a workspace, contiguous rows. See the strided overload.
@@ -212,15 +226,10 @@ cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, T co
                              std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
                              T* dx, std::int64_t dx_row_stride, std::int64_t rows,
                              std::int64_t cols, cudaStream_t stream = nullptr) noexcept {
-  static_assert(detail::supported_type_v<T>,
-                "rowsoftmax: T must be float, __half or __nv_bfloat16");
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
-  const detail::tensor_arg t[] = {
-      {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
-  const typename detail::backward_op<T>::args a{dy, dy_row_stride, y,    y_row_stride,
-                                                dx, dx_row_stride, rows, cols};
-  return detail::launch_call<detail::backward_op<T>>(direction::backward, t, a, workspace,
-                                                     workspace_bytes, stream);
+  return detail::launch_call(
+      detail::backward_call<T>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols),
+      workspace, workspace_bytes, stream);
 }
 
 /// @brief Softmax backward with a workspace, contiguous rows. See the strided overload.
@@ -242,12 +251,9 @@ template <class T>
 cudaError_t softmax_forward_plan(T const* x, std::int64_t x_row_stride, T const* y,
                                  std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                  plan* out, bool with_workspace = false) noexcept {
-  static_assert(detail::supported_type_v<T>,
-                "rowsoftmax: T must be float, __half or __nv_bfloat16");
   if (out == nullptr) return cudaErrorInvalidValue;
-  const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
-  return detail::plan_call<detail::forward_op<T>>(direction::forward, t, rows, cols, with_workspace,
-                                                  out);
+  return detail::plan_call(detail::forward_call<T>(x, x_row_stride, y, y_row_stride, rows, cols),
+                           with_workspace, out);
 }
 
 /// @brief The plan `softmax_backward` would launch for these arguments on the current device.
@@ -257,13 +263,10 @@ cudaError_t softmax_backward_plan(T const* dy, std::int64_t dy_row_stride, T con
                                   std::int64_t y_row_stride, T const* dx,
                                   std::int64_t dx_row_stride, std::int64_t rows, std::int64_t cols,
                                   plan* out, bool with_workspace = false) noexcept {
-  static_assert(detail::supported_type_v<T>,
-                "rowsoftmax: T must be float, __half or __nv_bfloat16");
   if (out == nullptr) return cudaErrorInvalidValue;
-  const detail::tensor_arg t[] = {
-      {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
-  return detail::plan_call<detail::backward_op<T>>(direction::backward, t, rows, cols,
-                                                   with_workspace, out);
+  return detail::plan_call(
+      detail::backward_call<T>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols),
+      with_workspace, out);
 }
 
 /// @brief The limits the planner uses for `device` (SM count, compute capability, largest
@@ -275,27 +278,32 @@ inline cudaError_t query_device_limits(int device, device_limits* out) noexcept 
 }
 
 namespace detail {
+inline const char* null_workspace_bytes() noexcept {
+  return "workspace_bytes is null: it must point to the workspace's size in bytes";
+}
+
 /// The sentence for the launchers' argument checks (check_args), without the workspace's.
-template <class Op, std::size_t N>
-const char* explain_tensors(char const* const (&names)[N], tensor_arg const (&t)[N],
-                            std::int64_t rows, std::int64_t cols) noexcept {
-  constexpr std::size_t elem = sizeof(typename Op::value_type);
-  return explain_args(check_args(t, elem, rows, cols), names, t, elem, rows, cols);
+template <class Call>
+const char* explain_tensors(Call const& call) noexcept {
+  constexpr std::size_t elem = sizeof(typename Call::op::value_type);
+  auto const& a = call.args;
+  return explain_args(check_args(call.tensors, elem, a.rows, a.cols), Call::names, call.tensors,
+                      elem, a.rows, a.cols);
 }
 
 /// The workspace overloads' explanation: the launchers' checks in their order (check_args, then
 /// for a call with a workspace to run on, the plan and the workspace it needs) as a sentence;
 /// nullptr where the launcher would accept the arguments. Planning instantiates the kernels
 /// (their occupancy is queried), so the overloads without a workspace do not come here.
-template <class Op, std::size_t N>
-const char* explain_call(direction dir, char const* const (&names)[N], tensor_arg const (&t)[N],
-                         std::int64_t rows, std::int64_t cols, void const* workspace,
+template <class Call>
+const char* explain_call(Call const& call, void const* workspace,
                          std::size_t const* workspace_bytes) noexcept {
-  if (const char* why = explain_tensors<Op>(names, t, rows, cols)) return why;
+  if (workspace_bytes == nullptr) return null_workspace_bytes();
+  if (const char* why = explain_tensors(call)) return why;
   // A size query, or no rows: nothing else is checked before the launch.
-  if (workspace == nullptr || rows == 0) return nullptr;
+  if (workspace == nullptr || call.args.rows == 0) return nullptr;
   plan p;
-  const cudaError_t e = plan_call<Op>(dir, t, rows, cols, true, &p);
+  const cudaError_t e = plan_call(call, true, &p);
   char* b = explain_buffer();
   constexpr std::size_t n = explain_buffer_size;
   if (e != cudaSuccess) {
@@ -312,9 +320,6 @@ const char* explain_call(direction dir, char const* const (&names)[N], tensor_ar
   return b;
 }
 
-inline const char* null_workspace_bytes() noexcept {
-  return "workspace_bytes is null: it must point to the workspace's size in bytes";
-}
 }  // namespace detail
 
 /// @brief Why `softmax_forward` would refuse these arguments with cudaErrorInvalidValue: a
@@ -337,10 +342,8 @@ template <class T>
 const char* explain_forward(T const* x, std::int64_t x_row_stride, T const* y,
                             std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                             cudaStream_t /*stream*/ = nullptr) noexcept {
-  static_assert(detail::supported_type_v<T>,
-                "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
-  return detail::explain_tensors<detail::forward_op<T>>({"x", "y"}, t, rows, cols);
+  return detail::explain_tensors(
+      detail::forward_call<T>(x, x_row_stride, y, y_row_stride, rows, cols));
 }
 
 /// @brief explain_forward for the contiguous overload (row stride == cols).
@@ -357,12 +360,8 @@ const char* explain_forward(void const* workspace, std::size_t const* workspace_
                             std::int64_t x_row_stride, T const* y, std::int64_t y_row_stride,
                             std::int64_t rows, std::int64_t cols,
                             cudaStream_t /*stream*/ = nullptr) noexcept {
-  static_assert(detail::supported_type_v<T>,
-                "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  if (workspace_bytes == nullptr) return detail::null_workspace_bytes();
-  const detail::tensor_arg t[] = {{x, x_row_stride, false}, {y, y_row_stride, true}};
-  return detail::explain_call<detail::forward_op<T>>(direction::forward, {"x", "y"}, t, rows, cols,
-                                                     workspace, workspace_bytes);
+  return detail::explain_call(detail::forward_call<T>(x, x_row_stride, y, y_row_stride, rows, cols),
+                              workspace, workspace_bytes);
 }
 
 /// @brief explain_forward for the workspace overload of contiguous rows.
@@ -380,11 +379,8 @@ const char* explain_backward(T const* dy, std::int64_t dy_row_stride, T const* y
                              std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
                              std::int64_t rows, std::int64_t cols,
                              cudaStream_t /*stream*/ = nullptr) noexcept {
-  static_assert(detail::supported_type_v<T>,
-                "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  const detail::tensor_arg t[] = {
-      {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
-  return detail::explain_tensors<detail::backward_op<T>>({"dy", "y", "dx"}, t, rows, cols);
+  return detail::explain_tensors(
+      detail::backward_call<T>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols));
 }
 
 /// @brief explain_backward for the contiguous overload (row stride == cols).
@@ -400,13 +396,9 @@ const char* explain_backward(void const* workspace, std::size_t const* workspace
                              std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
                              T const* dx, std::int64_t dx_row_stride, std::int64_t rows,
                              std::int64_t cols, cudaStream_t /*stream*/ = nullptr) noexcept {
-  static_assert(detail::supported_type_v<T>,
-                "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  if (workspace_bytes == nullptr) return detail::null_workspace_bytes();
-  const detail::tensor_arg t[] = {
-      {dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}};
-  return detail::explain_call<detail::backward_op<T>>(direction::backward, {"dy", "y", "dx"}, t,
-                                                      rows, cols, workspace, workspace_bytes);
+  return detail::explain_call(
+      detail::backward_call<T>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols),
+      workspace, workspace_bytes);
 }
 
 /// @brief explain_backward for the workspace overload of contiguous rows.
