@@ -2,7 +2,8 @@
 # A/B of the benchmark between this tree (B) and another source tree (A, e.g. an earlier commit
 # unpacked with `git archive`), on the GPU in one session: both built here, then run alternately
 # A B A B, and compared row by row against the spread between runs of one build
-# (benchmarks/ab_compare.py). Summaries and the comparison go to $OUT (default ./ab-out).
+# (benchmarks/ab_compare.py). Summaries and the comparison go to $OUT (default ./ab-out). B is
+# built in $B_BUILD (default build-ab-b; an existing build directory of this tree is reused).
 #
 #   benchmarks/ab_run.sh A_SOURCE_DIR [BENCH_FILTER] [PASSES]
 set -u -o pipefail
@@ -18,13 +19,17 @@ build() {  # source dir, build dir
 }
 start=$SECONDS
 build "$a_src" build-ab-a & pa=$!
-build . build-ab-b & pb=$!
+b_build=${B_BUILD:-build-ab-b}
+if [[ -f $b_build/build.ninja ]]; then ninja -C "$b_build" rowsoftmax_bench > "$OUT/build_b.log" 2>&1 &
+else build . "$b_build" & fi
+pb=$!
 wait $pa || { tail -20 "$OUT/build_build-ab-a.log"; echo "build of A failed"; exit 1; }
-wait $pb || { tail -20 "$OUT/build_build-ab-b.log"; echo "build of B failed"; exit 1; }
+wait $pb || { tail -20 "$OUT"/build_*b*.log; echo "build of B failed"; exit 1; }
 echo "built A and B in $((SECONDS - start)) s"
 for ((i = 1; i <= passes; ++i)); do
   for side in a b; do
-    build-ab-$side/benchmarks/rowsoftmax_bench --benchmark_filter="$filter" > "$OUT/bench_${side}$i.log" 2>&1 ||
+    bin=build-ab-a; [[ $side == b ]] && bin=$b_build
+    $bin/benchmarks/rowsoftmax_bench --benchmark_filter="$filter" > "$OUT/bench_${side}$i.log" 2>&1 ||
       { tail -5 "$OUT/bench_${side}$i.log"; echo "benchmark $side$i failed"; }
     sed -n '/^summary/,$p' "$OUT/bench_${side}$i.log" > "$OUT/summary_${side}$i.txt"
     echo "pass $i $side done at $((SECONDS - start)) s: $(head -1 "$OUT/summary_${side}$i.txt")"
