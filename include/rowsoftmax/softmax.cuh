@@ -30,7 +30,7 @@ template <class T>
 struct forward_call {
   static_assert(supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
   using op = forward_op<T>;
-  static constexpr char const* names[] = {"x", "y"};
+  static constexpr char const* names[2] = {"x", "y"};
   tensor_arg tensors[2];
   typename op::args args;
   // `y` is const for the explanations, which never launch.
@@ -45,7 +45,7 @@ template <class T>
 struct backward_call {
   static_assert(supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
   using op = backward_op<T>;
-  static constexpr char const* names[] = {"dy", "y", "dx"};
+  static constexpr char const* names[3] = {"dy", "y", "dx"};
   tensor_arg tensors[3];
   typename op::args args;
   backward_call(T const* dy, std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
