@@ -100,7 +100,7 @@ constexpr kernel_config tiled_short_rows(int threads_per_row) {
 }
 
 /// A register cluster: `threads_per_cta` threads a row in each of 2..16 CTAs, `bytes` a thread.
-constexpr kernel_config cluster(int threads_per_cta, int bytes, std::uint8_t kernels) {
+constexpr kernel_config register_cluster(int threads_per_cta, int bytes, std::uint8_t kernels) {
   return {algorithm::cluster,
           threads_per_cta,
           bytes,
@@ -115,7 +115,7 @@ constexpr kernel_config cluster(int threads_per_cta, int bytes, std::uint8_t ker
 
 /// A staged cluster (forward): each CTA copies its share of the row into `bytes` a thread of
 /// shared memory.
-constexpr kernel_config staged(int bytes, std::uint8_t kernels) {
+constexpr kernel_config staged_cluster(int bytes, std::uint8_t kernels) {
   return {algorithm::staged, 256, bytes, 256, true, false, 1, false, false, kernels};
 }
 
@@ -176,17 +176,17 @@ inline constexpr kernel_config kernel_configs[] = {
     // 128 bytes for the rest but 16-bit forward (staged CTAs hold those rows); 256 and 288
     // bytes for fp32 forward rows those do not hold or in fuller launches; 144 bytes for
     // backward rows 128 bytes do not hold.
-    cluster(128, 128, any_kernel),
-    cluster(256, 128, forward_fp32 | backward_any),
-    cluster(256, 144, backward_any),
-    cluster(256, 256, forward_fp32),
-    cluster(256, 288, forward_fp32),
+    register_cluster(128, 128, any_kernel),
+    register_cluster(256, 128, forward_fp32 | backward_any),
+    register_cluster(256, 144, backward_any),
+    register_cluster(256, 256, forward_fp32),
+    register_cluster(256, 288, forward_fp32),
     // Staged clusters (forward): CTAs of 32, 40, 48 and 64 KB of shared memory; fp32 rows only
     // in those of 32 KB.
-    staged(128, forward_any),
-    staged(160, forward_16bit),
-    staged(192, forward_16bit),
-    staged(256, forward_16bit),
+    staged_cluster(128, forward_any),
+    staged_cluster(160, forward_16bit),
+    staged_cluster(192, forward_16bit),
+    staged_cluster(256, forward_16bit),
     // Streaming: one CTA, or a cluster, passes over the row in tiles twice.
     {algorithm::streaming, 256, 128, 256, false, true},
     {algorithm::streaming, 256, 128, 256, true, true},
@@ -223,15 +223,15 @@ inline constexpr int last_tiled = index_of(tiled_short_rows(8));
 inline constexpr int first_one_cta = index_of(one_cta(1, 128));
 inline constexpr int widest_one_cta = index_of(one_cta(256, 144));
 inline constexpr int one_cta_512 = index_of({algorithm::registers, 512, 128, 512, false, false});
-inline constexpr int cluster_128t = index_of(cluster(128, 128, 0));
-inline constexpr int cluster_256t = index_of(cluster(256, 128, 0));
-inline constexpr int cluster_256t_144B = index_of(cluster(256, 144, 0));
-inline constexpr int cluster_256t_256B = index_of(cluster(256, 256, 0));
-inline constexpr int cluster_256t_288B = index_of(cluster(256, 288, 0));
-inline constexpr int staged_32KB = index_of(staged(128, 0));
-inline constexpr int staged_40KB = index_of(staged(160, 0));
-inline constexpr int staged_48KB = index_of(staged(192, 0));
-inline constexpr int staged_64KB = index_of(staged(256, 0));
+inline constexpr int cluster_128t = index_of(register_cluster(128, 128, 0));
+inline constexpr int cluster_256t = index_of(register_cluster(256, 128, 0));
+inline constexpr int cluster_256t_144B = index_of(register_cluster(256, 144, 0));
+inline constexpr int cluster_256t_256B = index_of(register_cluster(256, 256, 0));
+inline constexpr int cluster_256t_288B = index_of(register_cluster(256, 288, 0));
+inline constexpr int staged_32KB = index_of(staged_cluster(128, 0));
+inline constexpr int staged_40KB = index_of(staged_cluster(160, 0));
+inline constexpr int staged_48KB = index_of(staged_cluster(192, 0));
+inline constexpr int staged_64KB = index_of(staged_cluster(256, 0));
 inline constexpr int streaming_one_cta =
     index_of({algorithm::streaming, 256, 128, 256, false, true});
 inline constexpr int streaming_cluster =
