@@ -58,7 +58,7 @@ struct backward_call {
 /// The launchers' checks (validate), then the plan for the current device (choose_plan); a
 /// default plan where there are no rows.
 template <class Call>
-cudaError_t plan_call(Call const& call, bool with_workspace, plan* out) noexcept {
+cudaError_t checked_plan(Call const& call, bool with_workspace, plan* out) noexcept {
   using Op = typename Call::op;
   constexpr std::size_t elem = sizeof(typename Op::value_type);
   auto const& a = call.args;
@@ -82,7 +82,7 @@ cudaError_t launch_call(Call const& call, void* workspace, std::size_t* workspac
                         cudaStream_t stream) noexcept {
   const bool with_workspace = workspace_bytes != nullptr;
   plan p;
-  ROWSOFTMAX_TRY(plan_call(call, with_workspace, &p));
+  ROWSOFTMAX_TRY(checked_plan(call, with_workspace, &p));
   if (with_workspace && workspace == nullptr) {
     *workspace_bytes = static_cast<std::size_t>(p.workspace_bytes);
     return cudaSuccess;
@@ -252,8 +252,8 @@ cudaError_t softmax_forward_plan(T const* x, std::int64_t x_row_stride, T const*
                                  std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                  plan* out, bool with_workspace = false) noexcept {
   if (out == nullptr) return cudaErrorInvalidValue;
-  return detail::plan_call(detail::forward_call<T>(x, x_row_stride, y, y_row_stride, rows, cols),
-                           with_workspace, out);
+  return detail::checked_plan(detail::forward_call<T>(x, x_row_stride, y, y_row_stride, rows, cols),
+                              with_workspace, out);
 }
 
 /// @brief The plan `softmax_backward` would launch for these arguments on the current device.
@@ -264,7 +264,7 @@ cudaError_t softmax_backward_plan(T const* dy, std::int64_t dy_row_stride, T con
                                   std::int64_t dx_row_stride, std::int64_t rows, std::int64_t cols,
                                   plan* out, bool with_workspace = false) noexcept {
   if (out == nullptr) return cudaErrorInvalidValue;
-  return detail::plan_call(
+  return detail::checked_plan(
       detail::backward_call<T>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols),
       with_workspace, out);
 }
@@ -303,7 +303,7 @@ const char* explain_call(Call const& call, void const* workspace,
   // A size query, or no rows: nothing else is checked before the launch.
   if (workspace == nullptr || call.args.rows == 0) return nullptr;
   plan p;
-  const cudaError_t e = plan_call(call, true, &p);
+  const cudaError_t e = checked_plan(call, true, &p);
   char* b = explain_buffer();
   constexpr std::size_t n = explain_buffer_size;
   if (e != cudaSuccess) {
