@@ -406,8 +406,8 @@ void register_against_before(direction dir, char const* group, std::int64_t cols
   const int vec = static_cast<int>(16 / sizeof(T));
   const plan planned = plan_for<T>(dir, rows, cols, {vec, cols % vec != 0, true}, device_limits{});
   forced_config old;
-  for (int c = detail::configs::first_one_cta; c <= detail::configs::widest_one_cta && old.config < 0;
-       ++c)
+  for (int c = detail::configs::first_one_cta;
+       c <= detail::configs::widest_one_cta && old.config < 0; ++c)
     if (before(c) &&
         detail::window_capacity(detail::kernel_configs[c], vec, sizeof(T), 1) >=
             detail::row_windows(detail::kernel_configs[c], {vec, cols % vec != 0}, cols))

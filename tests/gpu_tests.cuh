@@ -519,8 +519,8 @@ TYPED_TEST_P(Gpu, ClustersOfMoreBytesAThread) {
       if (limits.compute_capability >= 90 && limits.max_cluster_size == 16 &&
           limits.sm_count == 132 && limits.clusters_at_two_an_sm[16] == 14) {  // the H200's
         const plan p = plan_for<T>(direction::forward, 17, cols, layout_for<T>(s), limits);
-        EXPECT_EQ(p.config,
-                  cols == 163841 ? detail::configs::cluster_256t_288B : detail::configs::cluster_256t_256B)
+        EXPECT_EQ(p.config, cols == 163841 ? detail::configs::cluster_256t_288B
+                                           : detail::configs::cluster_256t_256B)
             << to_string(p);
       }
       check_forward<T>(s, seed_of(cols, 17, 35));
@@ -660,7 +660,8 @@ TYPED_TEST_P(Gpu, SplitRowsWithAWorkspace) {
         const plan p =
             plan_for<T>(direction::forward, s.rows, s.cols, layout_for<T>(s), limits, true);
         const std::int64_t q = detail::row_tiles(p) / p.split_ctas;
-        if (q > p.stash_tiles + 1) EXPECT_EQ(p.config, detail::configs::split_hinted) << to_string(p);
+        if (q > p.stash_tiles + 1)
+          EXPECT_EQ(p.config, detail::configs::split_hinted) << to_string(p);
         check_forward<T>(s, seed_of(s.cols, rows, 39), fill::random, with_workspace);
         check_forward<T>(s, seed_of(s.cols, rows, 40), fill::special, with_workspace);
       }

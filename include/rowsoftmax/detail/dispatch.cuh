@@ -125,8 +125,7 @@ cudaError_t visit_configs(int config, F&& f, std::integral_constant<int, V> v,
               err =
                   [&] {
                     constexpr int c = static_cast<int>(I);
-                    if constexpr (!has_kernel(c, Op::dir, V,
-                                              sizeof(typename Op::value_type))) {
+                    if constexpr (!has_kernel(c, Op::dir, V, sizeof(typename Op::value_type))) {
                       return cudaErrorInvalidValue;
                     } else {
                       return f(v, std::integral_constant<int, c>{});
@@ -440,9 +439,8 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
   const std::int64_t windows =
       row_windows(kernel_configs[p.config], {p.vec, p.shifted, layout.contiguous}, a.cols);
   plan q = make_plan(p.config, {p.vec, p.shifted}, a.rows, windows, elem, p.cluster_size);
-  if (p.stash_halves != 0 &&
-      !((q.algo == algorithm::streaming || q.algo == algorithm::split) &&
-        Op::dir == direction::backward))
+  if (p.stash_halves != 0 && !((q.algo == algorithm::streaming || q.algo == algorithm::split) &&
+                               Op::dir == direction::backward))
     return cudaErrorInvalidValue;  // half tiles: backward streaming and split CTAs only
   if (q.algo == algorithm::streaming) {
     if (p.stash_tiles < 0) return cudaErrorInvalidValue;
