@@ -162,11 +162,16 @@ def section_full(out, results):
                 by_cols.setdefault(r.cols, {}).setdefault((r.direction, r.dtype), r)
         if not by_cols:
             continue
-        speed, plans = full_tables(by_cols)
-        out.append(f"### {title}\n")
-        out.append(speed + "\n")
-        out.append("Plans:\n")
-        out.append(plans + "\n")
+        emit_tables(out, title, by_cols)
+
+
+def emit_tables(out, title, by_cols):
+    """A subsection: the speed table of `by_cols`, then its plans."""
+    speed, plans = full_tables(by_cols)
+    out.append(f"### {title}\n")
+    out.append(speed + "\n")
+    out.append("Plans:\n")
+    out.append(plans + "\n")
 
 
 def section_long(out, results):
@@ -185,11 +190,7 @@ def section_long(out, results):
     for ws, title in ((True, "With a workspace"), (False, "Without a workspace")):
         if not groups[ws]:
             continue
-        speed, plans = full_tables(groups[ws])
-        out.append(f"### {title}\n")
-        out.append(speed + "\n")
-        out.append("Plans:\n")
-        out.append(plans + "\n")
+        emit_tables(out, title, groups[ws])
 
 
 def section_few(out, results):
