@@ -119,6 +119,38 @@ constexpr kernel_config staged_cluster(int bytes, std::uint8_t kernels) {
   return {algorithm::staged, 256, bytes, 256, true, false, 1, false, false, kernels};
 }
 
+/// One CTA of 512 threads a row: twice one CTA's share, where clusters are unavailable.
+constexpr kernel_config one_cta_512_threads() {
+  return {algorithm::registers, 512, 128, 512, false, false};
+}
+
+/// Streaming: one CTA, or a cluster, passes over the row in tiles twice.
+constexpr kernel_config streaming_rows(bool clustered) {
+  return {algorithm::streaming, 256, 128, 256, clustered, true};
+}
+
+/// Split rows through a workspace, without or with L2 hints on the tiles read twice (a
+/// configuration of its own, so that the split kernels without hints keep their code; the fp32
+/// forward split kernels take hints without it: hints_second_reads).
+constexpr kernel_config split_rows(bool l2_hints) {
+  return l2_hints ? kernel_config{algorithm::split,
+                                  256,
+                                  128,
+                                  256,
+                                  false,
+                                  false,
+                                  1,
+                                  false,
+                                  true,
+                                  backward_any | forward_16bit}
+                  : kernel_config{algorithm::split, 256, 128, 256, false, true};
+}
+
+/// Staged split (16-bit forward): split CTAs that copy their share into shared memory.
+constexpr kernel_config staged_split_rows() {
+  return {algorithm::staged_split, 256, 128, 256, false, false, 1, false, false, forward_16bit};
+}
+
 /// Every configuration, grouped by tier. The dispatcher's switch instantiates each for the
 /// directions and types it has kernels for; the names below (configs::) find them.
 inline constexpr kernel_config kernel_configs[] = {
@@ -170,8 +202,7 @@ inline constexpr kernel_config kernel_configs[] = {
     one_cta(256, 112),
     one_cta(256, 128),
     one_cta(256, 144),
-    // One CTA of 512 threads: twice one CTA's share, where clusters are unavailable.
-    {algorithm::registers, 512, 128, 512, false, false},
+    one_cta_512_threads(),
     // Register clusters. 128-thread CTAs for finer shares and few forward rows; 256 threads of
     // 128 bytes for the rest but 16-bit forward (staged CTAs hold those rows); 256 and 288
     // bytes for fp32 forward rows those do not hold or in fuller launches; 144 bytes for
@@ -187,16 +218,11 @@ inline constexpr kernel_config kernel_configs[] = {
     staged_cluster(160, forward_16bit),
     staged_cluster(192, forward_16bit),
     staged_cluster(256, forward_16bit),
-    // Streaming: one CTA, or a cluster, passes over the row in tiles twice.
-    {algorithm::streaming, 256, 128, 256, false, true},
-    {algorithm::streaming, 256, 128, 256, true, true},
-    // Split rows through a workspace, without and with L2 hints on the tiles read twice (a
-    // configuration of its own, so that the split kernels without hints keep their code; the
-    // fp32 forward split kernels take hints without it: hints_second_reads).
-    {algorithm::split, 256, 128, 256, false, true},
-    {algorithm::split, 256, 128, 256, false, false, 1, false, true, backward_any | forward_16bit},
-    // Staged split (16-bit forward): split CTAs that copy their share into shared memory.
-    {algorithm::staged_split, 256, 128, 256, false, false, 1, false, false, forward_16bit},
+    streaming_rows(false),
+    streaming_rows(true),
+    split_rows(false),
+    split_rows(true),
+    staged_split_rows(),
 };
 inline constexpr int num_kernel_configs =
     static_cast<int>(sizeof(kernel_configs) / sizeof(kernel_configs[0]));
@@ -222,7 +248,7 @@ inline constexpr int first_tiled = index_of(tiled_short_rows(1));
 inline constexpr int last_tiled = index_of(tiled_short_rows(8));
 inline constexpr int first_one_cta = index_of(one_cta(1, 128));
 inline constexpr int widest_one_cta = index_of(one_cta(256, 144));
-inline constexpr int one_cta_512 = index_of({algorithm::registers, 512, 128, 512, false, false});
+inline constexpr int one_cta_512 = index_of(one_cta_512_threads());
 inline constexpr int cluster_128t = index_of(register_cluster(128, 128, 0));
 inline constexpr int cluster_256t = index_of(register_cluster(256, 128, 0));
 inline constexpr int cluster_256t_144B = index_of(register_cluster(256, 144, 0));
@@ -232,15 +258,11 @@ inline constexpr int staged_32KB = index_of(staged_cluster(128, 0));
 inline constexpr int staged_40KB = index_of(staged_cluster(160, 0));
 inline constexpr int staged_48KB = index_of(staged_cluster(192, 0));
 inline constexpr int staged_64KB = index_of(staged_cluster(256, 0));
-inline constexpr int streaming_one_cta =
-    index_of({algorithm::streaming, 256, 128, 256, false, true});
-inline constexpr int streaming_cluster =
-    index_of({algorithm::streaming, 256, 128, 256, true, true});
-inline constexpr int split = index_of({algorithm::split, 256, 128, 256, false, true});
-inline constexpr int split_hinted =
-    index_of({algorithm::split, 256, 128, 256, false, false, 1, false, true});
-inline constexpr int staged_split =
-    index_of({algorithm::staged_split, 256, 128, 256, false, false});
+inline constexpr int streaming_one_cta = index_of(streaming_rows(false));
+inline constexpr int streaming_cluster = index_of(streaming_rows(true));
+inline constexpr int split = index_of(split_rows(false));
+inline constexpr int split_hinted = index_of(split_rows(true));
+inline constexpr int staged_split = index_of(staged_split_rows());
 
 /// The one-CTA configuration of `threads_per_row` threads and `bytes` a thread; -1 if none.
 constexpr int one_cta_of(int threads_per_row, int bytes) noexcept {
