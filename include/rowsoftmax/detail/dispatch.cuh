@@ -353,7 +353,8 @@ inline bool workspace_holds(plan const& p, void const* workspace, std::size_t by
 template <class T>
 void* workspace_in_output(plan const& p, T* y0, int* skip_windows) {
   const auto at = reinterpret_cast<std::uintptr_t>(y0);
-  const std::int64_t pad = static_cast<std::int64_t>((16 - at % 16) % 16);
+  constexpr std::uintptr_t align = workspace_alignment;  // plan_for counts the same padding
+  const std::int64_t pad = static_cast<std::int64_t>((align - at % align) % align);
   const std::int64_t elem = sizeof(T);
   const std::int64_t shift = p.vec > 1 ? static_cast<std::int64_t>(at % 16) / elem : 0;
   const std::int64_t covered = ceil_div(pad + p.workspace_bytes, elem);  // elements of the row
