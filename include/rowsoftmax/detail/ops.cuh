@@ -65,7 +65,8 @@ struct forward_op {
   __device__ static T* output_row(args const& a, std::int64_t row) {
     return a.y + row * a.y_stride;
   }
-  __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows) {
+  __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
+                                  std::int64_t /*first_row*/) {
     return {tiles[0], a.cols, tiles[0], a.cols, rows, a.cols};
   }
 
@@ -152,6 +153,25 @@ struct forward_op {
     }
     store_windows<OneStore>(a.y + w.row * a.y_stride, w, out, hint);
   }
+
+  // The staged tiers (staged_share) fold and store windows of x from shared memory through
+  // these, with one row_state a row (the fused ops keep their scale and options there).
+  struct row_state {};
+  __device__ static row_state staged_row(args const&, std::int64_t) { return {}; }
+  template <int V>
+  __device__ static float max_of(vec_t<T, V> const& v, row_state) {
+    return v.max();
+  }
+  template <int V, int N, class E>
+  __device__ static float exp_sum_of(vec_t<T, V> (&v)[N], E const& e, row_state) {
+    return exp_sum<false>(v, e);
+  }
+  template <int V, class E>
+  __device__ static vec_t<T, V> normalized_of(vec_t<T, V> const& x, E const& e, float inv, partial,
+                                              row_state) {
+    return normalized(x, e, inv);
+  }
+  __device__ static void staged_lse(row_state, partial) {}
 };
 
 /// dx = y * (dy - sum(dy * y)) along each row. Thread partial: its share of sum(dy * y).
@@ -197,7 +217,8 @@ struct backward_op {
   __device__ static T* output_row(args const& a, std::int64_t row) {
     return a.dx + row * a.dx_stride;
   }
-  __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows) {
+  __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
+                                  std::int64_t /*first_row*/) {
     return {tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols, rows, a.cols};
   }
 

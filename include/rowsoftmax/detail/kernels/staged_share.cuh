@@ -60,6 +60,7 @@ struct staged_share {
   int whole1;
   int at;         // the share's first element in the row
   int held_back;  // windows of the share, from its first, that `store` leaves (see skip_windows)
+  typename Op::row_state rs;  // what the op keeps a row (fused ops: the row's scale, options)
 
   /// `share`: the windows each CTA holds, the same for every row (share_windows: the plan's
   /// widest row over the CTAs, rounded up; computed by the host, where a division costs the
@@ -79,6 +80,7 @@ struct staged_share {
     whole1 = min((cols + shift) / V - first, owned);
     at = first * V - shift;
     held_back = row == 0 ? max(min(skip_windows - first, owned), 0) : 0;
+    rs = Op::staged_row(args, window.row);
   }
 
   /// Thread 0: the copy of half `h`'s whole windows into `staged`, counted by `landed[h]`
@@ -137,34 +139,37 @@ struct staged_share {
 #pragma unroll
       for (int k = 0; k < half; ++k) {
         v[k] = bits_as<vec>(staged[(h * half + k) * threads + threadIdx.x]);
-        half_max = fmaxf(half_max, v[k].max());
+        half_max = fmaxf(half_max, Op::max_of(v[k], rs));
       }
       const float new_max = fmaxf(running_max, half_max), exp_shift = safe_shift(new_max);
       const float half_sum =
-          with_exp(exp_shift, [&](auto const& e) { return Op::template exp_sum<false>(v, e); });
+          with_exp(exp_shift, [&](auto const& e) { return Op::exp_sum_of(v, e, rs); });
       running_sum = running_sum * exp_diff(running_max, exp_shift) + half_sum;
       running_max = new_max;
     }
     return {running_max, running_sum};
   }
 
-  /// The thread's slots [K0, K1) of the share, normalized by the row's total, into the output.
+  /// The thread's slots [K0, K1) of the share, normalized by the row's total, into the output
+  /// (with K0 == 0, the row's log-sum-exp where the op writes one, by the row's first thread).
   template <int K0, int K1>
   __device__ void store(uint4 const* staged, partial total) const {
+    if constexpr (K0 == 0)
+      if (first == 0 && cols > 0 && threadIdx.x == 0) Op::staged_lse(rs, total);
     const float exp_shift = safe_shift(total.m), inv = 1.0f / total.s;
     if (fused_exp::fits(exp_shift)) {
-      store_with<K0, K1>(staged, fused_exp(exp_shift), inv);
+      store_with<K0, K1>(staged, fused_exp(exp_shift), inv, total);
     } else {
-      store_with<K0, K1>(staged, shifted_exp{exp_shift}, inv);
+      store_with<K0, K1>(staged, shifted_exp{exp_shift}, inv, total);
     }
   }
   template <int K0, int K1, class E>
-  __device__ void store_with(uint4 const* staged, E const& e, float inv) const {
+  __device__ void store_with(uint4 const* staged, E const& e, float inv, partial total) const {
 #pragma unroll 2
     for (int k = K0; k < K1; ++k) {
       const int i = k * threads + static_cast<int>(threadIdx.x);
       if (i < owned && i >= held_back)
-        store_window(i, Op::normalized(bits_as<vec>(staged[i]), e, inv));
+        store_window(i, Op::normalized_of(bits_as<vec>(staged[i]), e, inv, total, rs));
     }
   }
 
@@ -205,7 +210,8 @@ struct staged_share {
         const int i = i0 + k * threads + static_cast<int>(threadIdx.x);
         if (i < held_back)
           store_window(
-              i, with_exp(exp_shift, [&](auto const& e) { return Op::normalized(v[k], e, inv); }));
+              i, with_exp(exp_shift,
+                          [&](auto const& e) { return Op::normalized_of(v[k], e, inv, row_total, rs); }));
       }
     }
   }

@@ -67,7 +67,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
 #pragma unroll
   for (int t = 0; t < Op::inputs; ++t)
     tiles[t] = reinterpret_cast<T*>(tile[t]) + span(Op::input(args, t)).shift;
-  const typename Op::args on_tile = Op::on_tiles(args, tiles, held);
+  const typename Op::args on_tile = Op::on_tiles(args, tiles, held, first_row);
   auto window = [&](int j) {
     row_window w =
         Op::template window<V>(on_tile, j * rows_per_pass + threadIdx.x / threads_per_row,

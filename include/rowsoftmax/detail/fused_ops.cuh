@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fused ops: softmax and log-softmax with a scale (a call's and a row's), a row
+// log-sum-exp output and an empty-row policy, forward and backward, written against the same
+// interface as ops.cuh, so that every tier runs them. Log-softmax is a compile-time feature (it
+// changes the epilogue and what the fp32 fragment keeps); the rest are runtime values, read by
+// the kernel.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "../options.hpp"
+#include "ops.cuh"
+
+namespace rowsoftmax::detail {
+
+/// A fused call's runtime options as the kernels read them (softmax_options, checked).
+struct fused_params {
+  float scale;
+  float const* row_scale;  // nullptr: none
+  float* row_lse;          // nullptr: not written
+  bool zero_empty;         // empty_rows::zero
+
+  static fused_params of(softmax_options const& o) {
+    return {o.scale, o.row_scale, o.row_lse, o.empty == empty_rows::zero};
+  }
+};
+
+/// exp(k * x - shift) for an exp functor `E` of exp(x - shift) (shifted_exp or fused_exp): the
+/// scaled logit rounded to float first, as the reference takes it.
+template <class E>
+struct scaled_exp {
+  E e;
+  float k;
+  float scale;
+  __device__ scaled_exp(E const& exp, float factor) : e(exp), k(factor), scale(exp.scale) {}
+  __device__ float operator()(float x) const { return e(k * x); }
+};
+
+/// The scale of row `row` (a row of the launch: tiled rows add their tile's first).
+__device__ inline float row_scale_of(fused_params const& p, std::int64_t row) {
+  return p.row_scale != nullptr ? p.scale * p.row_scale[row] : p.scale;
+}
+
+/// The max of s * x over the elements of `v`: s times their max, or their min where s < 0
+/// (rounding is monotonic, so this is the max of the rounded products).
+template <class T, int V>
+__device__ inline float scaled_max(vec_t<T, V> const& v, float s) {
+  return s < 0.0f ? s * v.min() : s * v.max();
+}
+
+/// y = softmax(s * x) or, `Log`, log_softmax(s * x) along each row (softmax_options). As
+/// forward_op, but: fp32 slots hold the scaled logits (and, softmax, their exps after fold);
+/// 16-bit slots stay packed x, scaled where converted; log-softmax keeps logits, not exps, and
+/// its store takes no exp.
+template <class T, bool Log>
+struct fused_forward_op {
+  using value_type = T;
+  using reduce = online_reduce;
+  using plain = forward_op<T>;
+  static constexpr direction dir = direction::forward;
+  static constexpr int inputs = 1;
+  static constexpr int outputs = 1;
+  static constexpr bool keeps_exp = std::is_same_v<T, float> && !Log;
+
+  struct args {
+    T const* x;
+    std::int64_t x_stride;
+    T* y;
+    std::int64_t y_stride;
+    std::int64_t rows;
+    std::int64_t cols;
+    fused_params p;
+    std::int64_t row_base;  // the launch's row of row 0 (tiled rows: the tile's first)
+  };
+
+  template <int V, int N>
+  struct fragment {
+    vec_t<T, V> v[N];  // fp32: s * x (softmax: exp(s * x - m) after fold); 16-bit: x
+    float m;           // max of s * x over the thread's slots (-inf if none), set by load
+    float s;           // the row's scale, set by load
+  };
+
+  template <int V>
+  __device__ static row_window window(args const& a, std::int64_t row, std::int64_t first,
+                                      int stride) {
+    const bool active = row < a.rows;
+    const std::int64_t r = active ? row : 0;
+    return {r, active ? a.cols : 0, first, stride, head_of<V>(a.x + r * a.x_stride)};
+  }
+
+  __device__ static T const* input(args const& a, int) { return a.x; }
+  __host__ __device__ static T* output(args const& a) { return a.y; }
+  __device__ static T const* input_row(args const& a, int, std::int64_t row) {
+    return a.x + row * a.x_stride;
+  }
+  __device__ static T* output_row(args const& a, std::int64_t row) {
+    return a.y + row * a.y_stride;
+  }
+  __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
+                                  std::int64_t first_row) {
+    return {tiles[0], a.cols, tiles[0], a.cols, rows, a.cols, a.p, a.row_base + first_row};
+  }
+
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
+                               Hint hint = {}) {
+    load_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
+  }
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
+                                Hint hint = {}) {
+    finish_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
+    const float s = row_scale_of(a.p, a.row_base + w.row);
+    f.s = s;
+    f.m = neg_inf;
+    if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+#pragma unroll
+        for (int l = 0; l < V; ++l) f.v[k].w[l] = bits_as<std::uint32_t>(s * f.v[k].at(l));
+        f.m = fmaxf(f.m, f.v[k].max());
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, scaled_max(f.v[k], s));
+    }
+  }
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
+                              Hint hint = {}) {
+    issue(a, w, f, hint);
+    finish(a, w, f, hint);
+  }
+
+  template <int V, int N>
+  __device__ static partial fold(fragment<V, N>& f) {
+    const shifted_exp e{safe_shift(f.m)};
+    if constexpr (std::is_same_v<T, float>) {
+      return {f.m, plain::template exp_sum<keeps_exp>(f.v, e)};
+    } else {
+      return {f.m, plain::template exp_sum<false>(f.v, scaled_exp(e, f.s))};
+    }
+  }
+
+  /// What the store needs of the row's total, made once a row.
+  struct row_out {
+    float shift;    // safe_shift(M)
+    float inv;      // 1 / S (0 for an empty row under empty_rows::zero)
+    float log_sum;  // ln S (+inf for an empty row under empty_rows::zero)
+  };
+  __device__ static row_out out_of(fused_params const& p, partial total) {
+    const bool zero = p.zero_empty && total.s == 0.0f;
+    row_out o{safe_shift(total.m), 0.0f, 0.0f};
+    if constexpr (Log) {
+      o.log_sum = zero ? -neg_inf : logf(total.s);
+    } else {
+      o.inv = zero ? 0.0f : 1.0f / total.s;
+    }
+    return o;
+  }
+  /// The row's log-sum-exp into p.row_lse, by the thread whose slot 0 is the row's first window.
+  __device__ static void put_lse(fused_params const& p, std::int64_t row, std::int64_t first,
+                                 partial total) {
+    if (p.row_lse != nullptr && first == 0) p.row_lse[row] = total.m + logf(total.s);
+  }
+
+  /// One window's outputs given the row's `o`: `z` gives element l's scaled logit (or, fp32
+  /// softmax, its kept exp; see store).
+  template <int V, class Z>
+  __device__ static vec_t<T, V> out_window(row_out const& o, Z const& z, float keep_scale) {
+    float y[V];
+#pragma unroll
+    for (int l = 0; l < V; ++l) {
+      if constexpr (Log) {
+        y[l] = (z(l) - o.shift) - o.log_sum;
+      } else if constexpr (keeps_exp) {
+        y[l] = z(l) * keep_scale;
+      } else {
+        y[l] = exp_diff(z(l), o.shift) * o.inv;
+      }
+    }
+    return vec_t<T, V>::round(y);
+  }
+
+  template <bool OneStore = false, int V, int N, class Hint = no_hint>
+  __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
+                               partial total, Hint hint = {}) {
+    if (w.cols > 0) put_lse(a.p, a.row_base + w.row, w.first, total);
+    const row_out o = out_of(a.p, total);
+    // fp32 softmax: the slots hold exp(z - m_thread); y = that * exp(m_thread - M) / S.
+    const float keep_scale = keeps_exp ? exp_diff(f.m, o.shift) * o.inv : 0.0f;
+    vec_t<T, V> out[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      vec_t<T, V> x = f.v[k];
+      x.opaque();  // convert again rather than keep fold's floats alive across the exchange
+      const float s = f.s;
+      out[k] = out_window<V>(
+          o,
+          [&](int l) { return std::is_same_v<T, float> ? x.at(l) : s * x.at(l); },
+          keep_scale);
+    }
+    store_windows<OneStore>(a.y + w.row * a.y_stride, w, out, hint);
+  }
+
+  // The staged tiers (staged_share) fold and store windows of x from shared memory through
+  // these, with one row_state a row.
+  struct row_state {
+    fused_params p;
+    float s;
+    std::int64_t row;  // of the launch
+  };
+  __device__ static row_state staged_row(args const& a, std::int64_t row) {
+    return {a.p, row_scale_of(a.p, a.row_base + row), a.row_base + row};
+  }
+  template <int V>
+  __device__ static float max_of(vec_t<T, V> const& v, row_state const& r) {
+    return scaled_max(v, r.s);
+  }
+  template <int V, int N, class E>
+  __device__ static float exp_sum_of(vec_t<T, V> (&v)[N], E const& e, row_state const& r) {
+    return plain::template exp_sum<false>(v, scaled_exp(e, r.s));
+  }
+  /// Window x's outputs given the row's total (`e`: exp(x - shift), `inv`: 1 / S, as the staged
+  /// store makes them for plain rows).
+  template <int V, class E>
+  __device__ static vec_t<T, V> normalized_of(vec_t<T, V> const& x, E const& e, float inv,
+                                              partial total, row_state const& r) {
+    if constexpr (Log) {
+      return out_window<V>(out_of(r.p, total), [&](int l) { return r.s * x.at(l); }, 0.0f);
+    } else {
+      const bool zero = r.p.zero_empty && total.s == 0.0f;
+      return plain::normalized(x, scaled_exp(e, r.s), zero ? 0.0f : inv);
+    }
+  }
+  /// The row's log-sum-exp, by the one thread the staged tier asks.
+  __device__ static void staged_lse(row_state const& r, partial total) {
+    put_lse(r.p, r.row, 0, total);
+  }
+};
+
+/// The gradient of fused_forward_op with respect to x: softmax dx = s * y * (dy - sum(dy * y)),
+/// log-softmax dx = s * (dy - exp(y) * sum(dy)). As backward_op; the scale is applied at the
+/// store.
+template <class T, bool Log>
+struct fused_backward_op {
+  using value_type = T;
+  using reduce = sum_reduce;
+  using plain = backward_op<T>;
+  static constexpr direction dir = direction::backward;
+  static constexpr int inputs = 2;
+  static constexpr int outputs = 1;
+
+  struct args {
+    T const* dy;
+    std::int64_t dy_stride;
+    T const* y;
+    std::int64_t y_stride;
+    T* dx;
+    std::int64_t dx_stride;
+    std::int64_t rows;
+    std::int64_t cols;
+    fused_params p;
+    std::int64_t row_base;
+  };
+
+  template <int V, int N>
+  using fragment = typename plain::template fragment<V, N>;
+
+  /// The plain op's args of the same tensors (loads and kept halves go through it).
+  __device__ static typename plain::args tensors(args const& a) {
+    return {a.dy, a.dy_stride, a.y, a.y_stride, a.dx, a.dx_stride, a.rows, a.cols};
+  }
+
+  template <int V>
+  __device__ static row_window window(args const& a, std::int64_t row, std::int64_t first,
+                                      int stride) {
+    return plain::template window<V>(tensors(a), row, first, stride);
+  }
+  __device__ static T const* input(args const& a, int t) { return t == 0 ? a.dy : a.y; }
+  __host__ __device__ static T* output(args const& a) { return a.dx; }
+  __device__ static T const* input_row(args const& a, int t, std::int64_t row) {
+    return t == 0 ? a.dy + row * a.dy_stride : a.y + row * a.y_stride;
+  }
+  __device__ static T* output_row(args const& a, std::int64_t row) {
+    return a.dx + row * a.dx_stride;
+  }
+  __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
+                                  std::int64_t first_row) {
+    return {tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols, rows, a.cols, a.p,
+            a.row_base + first_row};
+  }
+
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
+                               Hint hint = {}) {
+    plain::issue(tensors(a), w, f, hint);
+  }
+  template <int V, int N, class DyHint, class YHint>
+  __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
+                               DyHint dy_hint, YHint y_hint) {
+    plain::issue(tensors(a), w, f, dy_hint, y_hint);
+  }
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
+                                Hint hint = {}) {
+    plain::finish(tensors(a), w, f, hint);
+  }
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
+                              Hint hint = {}) {
+    plain::load(tensors(a), w, f, hint);
+  }
+  template <int V, int N, class DyHint, class YHint>
+  __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f, DyHint dy_hint,
+                              YHint y_hint) {
+    plain::load(tensors(a), w, f, dy_hint, y_hint);
+  }
+  template <int V, int N>
+  __device__ static vec_t<T, V> (&kept_half(fragment<V, N>& f))[N] {
+    return f.dy;
+  }
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void load_other_half(args const& a, row_window const& w, fragment<V, N>& f,
+                                         Hint hint = {}) {
+    plain::load_other_half(tensors(a), w, f, hint);
+  }
+
+  /// Softmax: the thread's share of sum(dy * y); log-softmax: of sum(dy).
+  template <int V, int N>
+  __device__ static partial fold(fragment<V, N> const& f) {
+    if constexpr (Log) {
+      float s = 0.0f;
+#pragma unroll
+      for (int k = 0; k < N; ++k)
+#pragma unroll
+        for (int l = 0; l < V; ++l) s += f.dy[k].at(l);
+      return {0.0f, s};
+    } else {
+      return plain::fold(f);
+    }
+  }
+
+  template <bool OneStore = false, int V, int N, class Hint = no_hint>
+  __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
+                               partial total, Hint hint = {}) {
+    const float s = row_scale_of(a.p, a.row_base + w.row);
+    vec_t<T, V> out[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      vec_t<T, V> dy = f.dy[k], y = f.y[k];
+      dy.opaque();  // convert again rather than keep fold's floats alive across the exchange
+      y.opaque();
+      float dx[V];
+#pragma unroll
+      for (int l = 0; l < V; ++l) {
+        if constexpr (Log) {
+          dx[l] = (dy.at(l) - exp_diff(y.at(l), 0.0f) * total.s) * s;
+        } else {
+          dx[l] = (y.at(l) * (dy.at(l) - total.s)) * s;
+        }
+      }
+      out[k] = vec_t<T, V>::round(dx);
+    }
+    store_windows<OneStore>(a.dx + w.row * a.dx_stride, w, out, hint);
+  }
+};
+
+}  // namespace rowsoftmax::detail

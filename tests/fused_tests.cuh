@@ -1,0 +1,550 @@
+// SPDX-License-Identifier: Apache-2.0
+// The GPU suite of the fused launchers (fused.cuh): softmax and log-softmax with a scale, per-row
+// scales, the row log-sum-exp and both empty-row policies, forward and backward, against a float64
+// reference on fresh data, outputs poisoned, bytes outside the rows checked untouched, through
+// every tier (planned, and every configuration forced). Typed over the element type; each
+// test_gpu_fused_<type>.cu instantiates it for one.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gpu_harness.cuh"
+
+namespace rowsoftmax::test {
+
+/// A fused call's options as the tests draw them: the scale, per-row scales (drawn into a device
+/// array, some 0 and some negative), the log-sum-exp output, the empty-row policy.
+struct fused_case {
+  bool log = false;
+  float scale = 1.0f;
+  bool row_scales = false;
+  bool lse = false;
+  empty_rows empty = empty_rows::nan;
+  std::string str() const {
+    return std::string(log ? "log-softmax" : "softmax") + " scale " + std::to_string(scale) +
+           (row_scales ? " row scales" : "") + (lse ? " lse" : "") +
+           (empty == empty_rows::zero ? " empty->0" : " empty->nan");
+  }
+};
+
+/// The logit the library takes: s * x rounded to float.
+inline double logit(float s, double x) {
+  return static_cast<double>(s * static_cast<float>(x));
+}
+
+/// Forward of one row of logits z in float64: softmax or log-softmax, torch's special-value rules
+/// (a NaN or +inf makes the row NaN; a row of only -inf is NaN, or under empty_rows::zero 0 /
+/// -inf), and the row's log-sum-exp (-inf for an empty row, NaN where the row is NaN).
+inline double reference_fused_forward(std::vector<double> const& z, bool log, empty_rows empty,
+                                      std::vector<double>& y) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  double m = -inf;
+  bool has_nan = false;
+  for (double v : z) {
+    has_nan = has_nan || std::isnan(v);
+    m = std::max(m, v);
+  }
+  if (has_nan || m == inf) {
+    std::fill(y.begin(), y.end(), nan);
+    return nan;
+  }
+  if (m == -inf) {
+    std::fill(y.begin(), y.end(), empty == empty_rows::zero ? (log ? -inf : 0.0) : nan);
+    return -inf;
+  }
+  double s = 0;
+  for (double v : z) s += std::exp(v - m);
+  const double ls = std::log(s);
+  for (std::size_t j = 0; j < z.size(); ++j) y[j] = log ? (z[j] - m) - ls : std::exp(z[j] - m) / s;
+  return m + ls;
+}
+
+/// A launch of a fused call: planned (with a workspace where `workspace`) or a forced plan.
+template <class T>
+struct fused_launcher {
+  std::optional<plan> forced;
+  bool workspace = false;
+  bool graph = false;
+
+  template <class Op, class Call, class Planned>
+  cudaError_t go(Call const& call, Planned&& planned) const {
+    std::size_t bytes = forced ? static_cast<std::size_t>(forced->workspace_bytes) : 0;
+    if (!forced && workspace) {
+      const cudaError_t err = planned(nullptr, &bytes, nullptr);
+      if (err != cudaSuccess) return err;
+    }
+    scratch ws(bytes);
+    auto enqueue = [&](cudaStream_t stream) {
+      if (!forced && workspace) return planned(ws.ptr ? ws.ptr : &bytes, &bytes, stream);
+      if (!forced) return planned(nullptr, nullptr, stream);
+      return detail::run<Op>(*forced, call.tensors, call.args, stream, ws.ptr, bytes);
+    };
+    return graph ? run_as_graph(enqueue) : enqueue(nullptr);
+  }
+
+  template <bool Log>
+  cudaError_t forward(T const* x, std::int64_t xs, T* y, std::int64_t ys, std::int64_t rows,
+                      std::int64_t cols, softmax_options const& o) const {
+    const detail::fused_forward_call<T, Log> call(x, xs, y, ys, rows, cols, o);
+    return go<detail::fused_forward_op<T, Log>>(
+        call, [&](void* w, std::size_t* b, cudaStream_t s) -> cudaError_t {
+          if constexpr (Log) {
+            return b ? log_softmax_forward(w, b, x, xs, y, ys, rows, cols, o, s)
+                     : log_softmax_forward(x, xs, y, ys, rows, cols, o, s);
+          } else {
+            return b ? softmax_forward(w, b, x, xs, y, ys, rows, cols, o, s)
+                     : softmax_forward(x, xs, y, ys, rows, cols, o, s);
+          }
+        });
+  }
+  template <bool Log>
+  cudaError_t backward(T const* dy, std::int64_t dys, T const* y, std::int64_t ys, T* dx,
+                       std::int64_t dxs, std::int64_t rows, std::int64_t cols,
+                       softmax_options const& o) const {
+    const detail::fused_backward_call<T, Log> call(dy, dys, y, ys, dx, dxs, rows, cols, o);
+    return go<detail::fused_backward_op<T, Log>>(
+        call, [&](void* w, std::size_t* b, cudaStream_t s) -> cudaError_t {
+          if constexpr (Log) {
+            return b ? log_softmax_backward(w, b, dy, dys, y, ys, dx, dxs, rows, cols, o, s)
+                     : log_softmax_backward(dy, dys, y, ys, dx, dxs, rows, cols, o, s);
+          } else {
+            return b ? softmax_backward(w, b, dy, dys, y, ys, dx, dxs, rows, cols, o, s)
+                     : softmax_backward(dy, dys, y, ys, dx, dxs, rows, cols, o, s);
+          }
+        });
+  }
+};
+
+/// Per-row scales: mostly in [-2, 2], every 7th row 0, every 5th negative.
+inline std::vector<float> draw_row_scales(std::int64_t rows, rng& g) {
+  std::vector<float> r(static_cast<std::size_t>(rows));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    float v = static_cast<float>(0.25 + 1.75 * g.uniform());
+    if (i % 5 == 4) v = -v;
+    if (i % 7 == 6) v = 0.0f;
+    r[static_cast<std::size_t>(i)] = v;
+  }
+  return r;
+}
+
+/// The scale each row takes (the library's product, rounded to float).
+inline std::vector<float> row_scales_of(fused_case const& c, std::vector<float> const& rs,
+                                        std::int64_t rows) {
+  std::vector<float> s(static_cast<std::size_t>(rows), c.scale);
+  if (c.row_scales)
+    for (std::int64_t i = 0; i < rows; ++i)
+      s[static_cast<std::size_t>(i)] = c.scale * rs[static_cast<std::size_t>(i)];
+  return s;
+}
+
+/// Fused forward on fresh data for shape `s` and case `c`; checks every row, the row LSE (and
+/// the guard after it) and the bytes outside the rows.
+template <class T>
+void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed,
+                         fill kind = fill::random, fused_launcher<T> const& launch = {}) {
+  SCOPED_TRACE("fused forward " + std::string(dtype<T>::name) + " " + s.str() + " " + c.str() +
+               " seed " + std::to_string(seed));
+  rng g(seed);
+  const std::int64_t xs = s.ins(), ys = s.outs();
+  std::vector<T> x(buffer_elems<T>(s.in_offset, xs, s));
+  fill_random(x, g, -8.0, 8.0);
+  if (kind == fill::special)
+    for (std::int64_t r = 0; r < s.rows; ++r)
+      make_special_row(x, s.in_offset + r * xs, s.cols, r, g);
+  const std::vector<float> rs = draw_row_scales(s.rows, g);
+  const std::vector<float> scales = row_scales_of(c, rs, s.rows);
+  std::vector<T> y_init =
+      s.in_place ? x : std::vector<T>(buffer_elems<T>(s.out_offset, ys, s), poison<T>());
+
+  device_buffer<T> x_buf(x.size()), y_buf(s.in_place ? 1 : y_init.size());
+  device_buffer<float> rs_buf(rs.size()), lse_buf(static_cast<std::size_t>(s.rows) + 16);
+  ASSERT_NE(x_buf.ptr, nullptr);
+  ASSERT_NE(y_buf.ptr, nullptr);
+  ASSERT_NE(rs_buf.ptr, nullptr);
+  ASSERT_NE(lse_buf.ptr, nullptr);
+  ROWSOFTMAX_CUDA_OK(x_buf.upload(x));
+  if (!s.in_place) ROWSOFTMAX_CUDA_OK(y_buf.upload(y_init));
+  ROWSOFTMAX_CUDA_OK(rs_buf.upload(rs));
+  const std::vector<float> lse_init(lse_buf.n, poison<float>());
+  ROWSOFTMAX_CUDA_OK(lse_buf.upload(lse_init));
+  T* xp = x_buf.ptr + s.in_offset;
+  T* yp = s.in_place ? xp : y_buf.ptr + s.out_offset;
+  softmax_options o;
+  o.scale = c.scale;
+  o.row_scale = c.row_scales ? rs_buf.ptr : nullptr;
+  o.row_lse = c.lse ? lse_buf.ptr : nullptr;
+  o.empty = c.empty;
+  ROWSOFTMAX_CUDA_OK(c.log ? launch.template forward<true>(xp, xs, yp, ys, s.rows, s.cols, o)
+                           : launch.template forward<false>(xp, xs, yp, ys, s.rows, s.cols, o));
+  ROWSOFTMAX_CUDA_OK(cudaGetLastError());
+  ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<T> out;
+  ROWSOFTMAX_CUDA_OK(s.in_place ? x_buf.download(out) : y_buf.download(out));
+  std::vector<float> lse;
+  ROWSOFTMAX_CUDA_OK(lse_buf.download(lse));
+
+  std::vector<double> lse_ref(static_cast<std::size_t>(s.rows));
+  auto ref_row = [&](std::int64_t r, std::vector<double>& ref, std::vector<double>& scale) {
+    std::vector<double> z(static_cast<std::size_t>(s.cols));
+    const float sr = scales[static_cast<std::size_t>(r)];
+    for (std::int64_t j = 0; j < s.cols; ++j)
+      z[static_cast<std::size_t>(j)] =
+          logit(sr, dtype<T>::to_double(x[static_cast<std::size_t>(s.in_offset + r * xs + j)]));
+    lse_ref[static_cast<std::size_t>(r)] = reference_fused_forward(z, c.log, c.empty, ref);
+    // Log-softmax: the error of (z - M) - ln S is relative to the terms' size, at least 1 (ln S).
+    for (std::size_t j = 0; j < ref.size(); ++j)
+      scale[j] = c.log ? std::abs(ref[j]) + 1.0 : std::abs(ref[j]);
+  };
+  const std::string err = compare<T>(s, out, y_init, s.outo(), ys, ref_row, !c.log);
+  EXPECT_EQ(err, "");
+  for (std::int64_t r = 0; r < s.rows && c.lse; ++r) {
+    const double e = lse_ref[static_cast<std::size_t>(r)], o_ = lse[static_cast<std::size_t>(r)];
+    if (std::isnan(e) || std::isinf(e)) {
+      ASSERT_TRUE((std::isnan(e) && std::isnan(o_)) || e == o_)
+          << "row " << r << " lse " << o_ << ", reference " << e;
+    } else {
+      ASSERT_LE(std::abs(o_ - e), 4e-6 * (std::abs(e) + 1.0))
+          << "row " << r << " lse " << o_ << ", reference " << e;
+    }
+  }
+  const std::size_t lse_untouched = c.lse ? static_cast<std::size_t>(s.rows) : 0;
+  for (std::size_t i = lse_untouched; i < lse.size(); ++i)
+    ASSERT_TRUE(same_bits(lse[i], lse_init[i])) << "row_lse element " << i << " written";
+}
+
+/// Fused backward on fresh data: y the forward's output (softmax or log-softmax of random logits,
+/// rounded to T), dy uniform in [-1, 1] (special: NaN and large values in some rows).
+template <class T>
+void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t seed,
+                          fill kind = fill::random, fused_launcher<T> const& launch = {}) {
+  SCOPED_TRACE("fused backward " + std::string(dtype<T>::name) + " " + s.str() + " " + c.str() +
+               " seed " + std::to_string(seed));
+  rng g(seed);
+  const std::int64_t in_s = s.ins(), out_s = s.outs();
+  std::vector<T> dy(buffer_elems<T>(s.in_offset, in_s, s)), y(dy.size());
+  fill_random(dy, g, -1.0, 1.0);
+  fill_random(y, g, c.log ? -20.0 : 0.0, c.log ? 0.0 : 1.0);
+  std::vector<std::uint64_t> row_seeds(static_cast<std::size_t>(s.rows));
+  for (auto& rs_ : row_seeds) rs_ = g.next();
+  parallel_rows(
+      s.rows,
+      [&](std::int64_t r0, std::int64_t r1) {
+        std::vector<double> z(static_cast<std::size_t>(s.cols)), p(z.size());
+        for (std::int64_t r = r0; r < r1; ++r) {
+          rng gr(row_seeds[static_cast<std::size_t>(r)]);
+          for (auto& l : z) l = gr.uniform() * 16 - 8;
+          if (kind == fill::special && r % 4 == 1)
+            z[static_cast<std::size_t>(gr.below(s.cols))] = -std::numeric_limits<double>::infinity();
+          reference_fused_forward(z, c.log, empty_rows::nan, p);
+          for (std::int64_t j = 0; j < s.cols; ++j)
+            y[static_cast<std::size_t>(s.in_offset + r * in_s + j)] =
+                dtype<T>::from_double(p[static_cast<std::size_t>(j)]);
+          if (kind == fill::special && r % 4 == 2)
+            dy[static_cast<std::size_t>(s.in_offset + r * in_s + gr.below(s.cols))] =
+                dtype<T>::from_double(std::numeric_limits<double>::quiet_NaN());
+          if (kind == fill::special && r % 4 == 3)
+            for (std::int64_t j = 0; j < s.cols; ++j)
+              dy[static_cast<std::size_t>(s.in_offset + r * in_s + j)] =
+                  dtype<T>::from_double(1e4 * (gr.uniform() - 0.5));
+        }
+      },
+      std::max<std::int64_t>(1, (std::int64_t{1} << 18) / s.cols));
+  const std::vector<float> rs = draw_row_scales(s.rows, g);
+  const std::vector<float> scales = row_scales_of(c, rs, s.rows);
+  std::vector<T> dx_init =
+      s.in_place ? dy : std::vector<T>(buffer_elems<T>(s.out_offset, out_s, s), poison<T>());
+
+  device_buffer<T> dy_buf(dy.size()), y_buf(y.size()), dx_buf(s.in_place ? 1 : dx_init.size());
+  device_buffer<float> rs_buf(rs.size());
+  ASSERT_NE(dy_buf.ptr, nullptr);
+  ASSERT_NE(y_buf.ptr, nullptr);
+  ASSERT_NE(dx_buf.ptr, nullptr);
+  ASSERT_NE(rs_buf.ptr, nullptr);
+  ROWSOFTMAX_CUDA_OK(dy_buf.upload(dy));
+  ROWSOFTMAX_CUDA_OK(y_buf.upload(y));
+  ROWSOFTMAX_CUDA_OK(rs_buf.upload(rs));
+  if (!s.in_place) ROWSOFTMAX_CUDA_OK(dx_buf.upload(dx_init));
+  T* dyp = dy_buf.ptr + s.in_offset;
+  T* yp = y_buf.ptr + s.in_offset;
+  T* dxp = s.in_place ? dyp : dx_buf.ptr + s.out_offset;
+  softmax_options o;
+  o.scale = c.scale;
+  o.row_scale = c.row_scales ? rs_buf.ptr : nullptr;
+  o.empty = c.empty;
+  ROWSOFTMAX_CUDA_OK(
+      c.log ? launch.template backward<true>(dyp, in_s, yp, in_s, dxp, out_s, s.rows, s.cols, o)
+            : launch.template backward<false>(dyp, in_s, yp, in_s, dxp, out_s, s.rows, s.cols, o));
+  ROWSOFTMAX_CUDA_OK(cudaGetLastError());
+  ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<T> out;
+  ROWSOFTMAX_CUDA_OK(s.in_place ? dy_buf.download(out) : dx_buf.download(out));
+
+  auto ref_row = [&](std::int64_t r, std::vector<double>& ref, std::vector<double>& scale) {
+    const double sr = scales[static_cast<std::size_t>(r)];
+    double dot = 0, dot_abs = 0;
+    std::vector<double> dyr(static_cast<std::size_t>(s.cols)), yr(dyr.size());
+    for (std::int64_t j = 0; j < s.cols; ++j) {
+      const auto i = static_cast<std::size_t>(s.in_offset + r * in_s + j);
+      dyr[static_cast<std::size_t>(j)] = dtype<T>::to_double(dy[i]);
+      yr[static_cast<std::size_t>(j)] = dtype<T>::to_double(y[i]);
+    }
+    for (std::size_t j = 0; j < dyr.size(); ++j) {
+      const double w = c.log ? dyr[j] : dyr[j] * yr[j];
+      dot += w;
+      dot_abs += std::abs(w);
+    }
+    for (std::size_t j = 0; j < dyr.size(); ++j) {
+      if (c.log) {
+        const double p = std::exp(yr[j]);
+        ref[j] = sr * (dyr[j] - p * dot);
+        scale[j] = std::abs(sr) * (std::abs(dyr[j]) + p * dot_abs);
+      } else {
+        ref[j] = sr * (yr[j] * (dyr[j] - dot));
+        scale[j] = std::abs(sr) * std::abs(yr[j]) * (std::abs(dyr[j]) + dot_abs);
+      }
+    }
+  };
+  const std::string err = compare<T>(s, out, dx_init, s.outo(), out_s, ref_row, false);
+  EXPECT_EQ(err, "");
+}
+
+template <class T>
+class Fused : public ::testing::Test {
+ protected:
+  void SetUp() override { ROWSOFTMAX_REQUIRE_GPU(); }
+};
+TYPED_TEST_SUITE_P(Fused);
+
+inline std::uint64_t fused_seed(std::int64_t a, std::int64_t b, std::int64_t c = 0) {
+  return static_cast<std::uint64_t>(a) * 1000003u + static_cast<std::uint64_t>(b) * 10007u +
+         static_cast<std::uint64_t>(c) + 91u;
+}
+
+/// The cases a shape runs: each feature alone and together, both directions' ops.
+inline std::vector<fused_case> fused_cases() {
+  return {
+      {false, 1.0f, false, true, empty_rows::nan},   // plain softmax through the fused kernels
+      {true, 1.0f, false, true, empty_rows::nan},    // log-softmax
+      {false, 0.37f, true, true, empty_rows::zero},  // temperature and per-row scales
+      {true, -1.5f, false, false, empty_rows::zero},  // negative scale, log
+      {true, 2.0f, true, true, empty_rows::nan},
+      {false, 0.0f, false, true, empty_rows::nan},  // uniform rows
+  };
+}
+
+template <class T>
+std::vector<shape> fused_layouts(std::int64_t rows, std::int64_t cols) {
+  const std::int64_t v = 16 / static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t aligned = (cols + v - 1) / v * v;
+  return {
+      {rows, cols, aligned, aligned, 0, 0, false},
+      {rows, cols, aligned + 1, aligned + 1, 1, 1, false},
+      {rows, cols, aligned, aligned, 0, 1, false},
+      {rows, cols, cols, cols, 1, 1, false},  // contiguous, misaligned (tiled where short)
+  };
+}
+
+// Planned calls over the tiers: short rows (several a thread, tiled), one CTA, clusters, staged
+// (16-bit forward), streaming (in place past a cluster) and split rows (the workspace in the
+// output, and with a workspace), every layout, each case.
+TYPED_TEST_P(Fused, EveryTierPlanned) {
+  using T = TypeParam;
+  const std::int64_t table[] = {1, 7, 33, 130, 1000, 4097, 20000, 50257, 131072, 300001};
+  const auto cases = fused_cases();
+  for (std::int64_t cols : table)
+    for (std::int64_t rows : {std::int64_t{3}, cols <= 1000 ? std::int64_t{517} : std::int64_t{0}}) {
+      if (rows == 0) continue;
+      const auto ls = fused_layouts<T>(rows, cols);
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        const shape s = ls[i % ls.size()];
+        check_fused_forward<T>(s, cases[i], fused_seed(cols, rows, static_cast<std::int64_t>(i)));
+        check_fused_backward<T>(s, cases[i],
+                                fused_seed(cols, rows, static_cast<std::int64_t>(i) + 50));
+      }
+    }
+  // Split rows with a workspace, and rows past a cluster in place (streaming).
+  fused_launcher<T> with_workspace;
+  with_workspace.workspace = true;
+  for (std::int64_t cols : {std::int64_t{600001}, (std::int64_t{1} << 20) + 3})
+    for (std::size_t i = 0; i < cases.size(); i += 2) {
+      const shape s = fused_layouts<T>(3, cols)[i / 2 % 2];
+      check_fused_forward<T>(s, cases[i], fused_seed(cols, 3, static_cast<std::int64_t>(i)),
+                             fill::random, with_workspace);
+      check_fused_forward<T>(s, cases[i + 1],
+                             fused_seed(cols, 3, static_cast<std::int64_t>(i) + 1));
+      check_fused_backward<T>(s, cases[i + 1],
+                              fused_seed(cols, 3, static_cast<std::int64_t>(i) + 7), fill::random,
+                              with_workspace);
+      shape in_place = s;
+      in_place.in_place = true;
+      check_fused_forward<T>(in_place, cases[i], fused_seed(cols, 3, static_cast<std::int64_t>(i) + 9));
+      check_fused_backward<T>(in_place, cases[i],
+                              fused_seed(cols, 3, static_cast<std::int64_t>(i) + 11));
+    }
+}
+
+// Special values (NaN, +inf, rows of only -inf, huge, constant) under both empty-row policies,
+// negative and zero scales, over the tiers.
+TYPED_TEST_P(Fused, SpecialValuesAndEmptyRows) {
+  using T = TypeParam;
+  fused_launcher<T> with_workspace;
+  with_workspace.workspace = true;
+  const auto cases = fused_cases();
+  for (std::int64_t cols : {1, 2, 33, 4097, 50257, 300001, 1048579})
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const shape s = fused_layouts<T>(16, cols)[i % 3];
+      const auto& launch = cols > 500000 ? with_workspace : fused_launcher<T>{};
+      check_fused_forward<T>(s, cases[i], fused_seed(cols, 16, static_cast<std::int64_t>(i) + 20),
+                             fill::special, launch);
+      check_fused_backward<T>(s, cases[i],
+                              fused_seed(cols, 16, static_cast<std::int64_t>(i) + 30),
+                              fill::special, launch);
+    }
+}
+
+// Every kernel configuration that can hold the row, forced (as the plain suite's
+// EveryConfigurationThatHoldsTheRow): the fused ops through each kernel, the cases in turn.
+TYPED_TEST_P(Fused, EveryConfigurationThatHoldsTheRow) {
+  using T = TypeParam;
+  const auto cases = fused_cases();
+  int turn = 0;
+  for (std::int64_t cols : {130, 600, 5000, 70000})
+    for (shape s : fused_layouts<T>(5, cols)) {
+      const std::int64_t v = 16 / static_cast<std::int64_t>(sizeof(T));
+      const bool vec_ok = s.in_offset % v == s.outo() % v;
+      const bool contiguous = s.ins() == s.cols && s.outs() == s.cols;
+      const row_layout layout =
+          vec_ok ? row_layout{static_cast<int>(v), s.in_offset % v != 0 || s.ins() % v != 0,
+                              contiguous, true}
+                 : row_layout{1, false, false, true};
+      for (int c = 0; c < detail::num_kernel_configs; ++c) {
+        auto const& k = detail::kernel_configs[c];
+        if ((layout.vec == 1 && !k.scalar_ok) || (k.tiled && !layout.contiguous)) continue;
+        const std::int64_t windows = detail::row_windows(k, layout, cols);
+        const std::int64_t fewest = std::max<std::int64_t>(
+            2, detail::ceil_div(windows, detail::window_capacity(k, layout.vec, sizeof(T), 1)));
+        const std::int64_t n =
+            k.algo == algorithm::staged ? std::min<std::int64_t>(fewest, 16) : k.clustered ? fewest : 1;
+        if (n > 16) continue;
+        plan p = detail::make_plan(c, layout, s.rows, windows, sizeof(T), int(n));
+        if (k.algo == algorithm::streaming) p.stash_tiles = 1;
+        if (k.algo == algorithm::split) {
+          p = detail::with_groups(p, 2, 3);
+          p.stash_tiles = 1;
+        }
+        if (k.algo == algorithm::staged_split)
+          p = detail::with_groups(p, 2, std::max<std::int64_t>(3, fewest));
+        if (!detail::plan_holds(p)) continue;
+        fused_launcher<T> forced;
+        forced.forced = p;
+        SCOPED_TRACE("config " + std::to_string(c) + ": " + to_string(p));
+        const fused_case& fc = cases[static_cast<std::size_t>(turn++) % cases.size()];
+        if (detail::has_kernel(c, direction::forward, layout.vec, sizeof(T)))
+          check_fused_forward<T>(s, fc, fused_seed(cols, c, 61), fill::random, forced);
+        if (detail::has_kernel(c, direction::backward, layout.vec, sizeof(T)))
+          check_fused_backward<T>(s, fc, fused_seed(cols, c, 62), fill::random, forced);
+      }
+    }
+}
+
+// A captured graph reads the per-row scales when it runs: replayed after new scales are copied
+// in, it gives the new rows' softmax.
+TYPED_TEST_P(Fused, GraphReadsRowScalesWhenItRuns) {
+  using T = TypeParam;
+  constexpr std::int64_t rows = 4, cols = 3000;
+  std::vector<T> x(rows * cols);
+  rng g(7);
+  fill_random(x, g, -4.0, 4.0);
+  device_buffer<T> x_buf(x.size()), y_buf(x.size());
+  device_buffer<float> rs_buf(rows);
+  ROWSOFTMAX_CUDA_OK(x_buf.upload(x));
+  softmax_options o;
+  o.row_scale = rs_buf.ptr;
+  cudaStream_t stream = nullptr;
+  ROWSOFTMAX_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ROWSOFTMAX_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const cudaError_t launched =
+      softmax_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o, stream);
+  ROWSOFTMAX_CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  ROWSOFTMAX_CUDA_OK(launched);
+  ROWSOFTMAX_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (float base : {1.0f, 0.5f, -2.0f}) {
+    const std::vector<float> rs{base, 2 * base, 0.0f, -base};
+    ROWSOFTMAX_CUDA_OK(rs_buf.upload(rs));
+    ROWSOFTMAX_CUDA_OK(cudaGraphLaunch(exec, stream));
+    ROWSOFTMAX_CUDA_OK(cudaStreamSynchronize(stream));
+    std::vector<T> y;
+    ROWSOFTMAX_CUDA_OK(y_buf.download(y));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::vector<double> z(cols), ref(cols);
+      for (std::int64_t j = 0; j < cols; ++j)
+        z[static_cast<std::size_t>(j)] =
+            logit(rs[static_cast<std::size_t>(r)], dtype<T>::to_double(x[r * cols + j]));
+      reference_fused_forward(z, false, empty_rows::nan, ref);
+      for (std::int64_t j = 0; j < cols; ++j)
+        ASSERT_NEAR(dtype<T>::to_double(y[r * cols + j]), ref[static_cast<std::size_t>(j)],
+                    tolerance<T>::rel * ref[static_cast<std::size_t>(j)] + tolerance<T>::abs)
+            << "scale " << base << " row " << r << " col " << j;
+    }
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+// Refused options launch nothing: the output keeps its bytes.
+TYPED_TEST_P(Fused, RefusedOptionsWriteNothing) {
+  using T = TypeParam;
+  constexpr std::int64_t rows = 3, cols = 100;
+  device_buffer<T> x_buf(rows * cols), y_buf(rows * cols);
+  device_buffer<float> f(8);
+  const std::vector<T> poisoned(rows * cols, poison<T>());
+  ROWSOFTMAX_CUDA_OK(y_buf.upload(poisoned));
+  ROWSOFTMAX_CUDA_OK(x_buf.upload(poisoned));
+  softmax_options bad[4];
+  bad[0].scale = std::numeric_limits<float>::infinity();
+  bad[1].row_scale = reinterpret_cast<float const*>(reinterpret_cast<char const*>(f.ptr) + 2);
+  bad[2].row_lse = reinterpret_cast<float*>(reinterpret_cast<char*>(f.ptr) + 1);
+  bad[3].empty = static_cast<empty_rows>(7);
+  for (auto const& o : bad) {
+    EXPECT_EQ(softmax_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o),
+              cudaErrorInvalidValue);
+    EXPECT_EQ(log_softmax_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o),
+              cudaErrorInvalidValue);
+    EXPECT_NE(explain_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o), nullptr);
+  }
+  ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<T> y;
+  ROWSOFTMAX_CUDA_OK(y_buf.download(y));
+  for (std::size_t i = 0; i < y.size(); ++i) ASSERT_TRUE(same_bits(y[i], poisoned[i])) << i;
+}
+
+// compute-sanitizer's subset of the fused ops: a short row, a cluster row, a staged or split
+// row with the workspace in the output, each direction and both ops, tensors that end where their
+// allocations do.
+TYPED_TEST_P(Fused, SanitizerSubset) {
+  using T = TypeParam;
+  const auto cases = fused_cases();
+  for (std::int64_t cols : {33, 20000, 300001}) {
+    shape s = fused_layouts<T>(3, cols)[1];
+    s.guard = 0;
+    check_fused_forward<T>(s, cases[1], fused_seed(cols, 70));
+    check_fused_forward<T>(s, cases[2], fused_seed(cols, 71));
+    check_fused_backward<T>(s, cases[1], fused_seed(cols, 72));
+    check_fused_backward<T>(s, cases[2], fused_seed(cols, 73));
+  }
+}
+
+REGISTER_TYPED_TEST_SUITE_P(Fused, EveryTierPlanned, SpecialValuesAndEmptyRows,
+                            EveryConfigurationThatHoldsTheRow, GraphReadsRowScalesWhenItRuns,
+                            RefusedOptionsWriteNothing, SanitizerSubset);
+
+}  // namespace rowsoftmax::test
