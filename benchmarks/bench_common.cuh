@@ -285,6 +285,91 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
        b2b_tbps};
 }
 
+/// A fused call's variant in the benchmark: log-softmax (options at their defaults), or softmax
+/// with a scale, a per-row scale and the row log-sum-exp written (`scaled`).
+enum class fused_variant { log, scaled };
+
+/// One fused benchmark, planned: forward or backward of rows x cols through the fused launchers
+/// (`workspace`: their workspace overloads), timed as softmax_benchmark; the bytes count the per-row
+/// scales read and the log-sum-exp written.
+template <class T>
+void fused_benchmark(benchmark::State& state, std::string const& name, direction dir,
+                     fused_variant variant, std::int64_t rows, std::int64_t cols,
+                     bool workspace = false) {
+  pool& p = pool::get();
+  T* a = p.as<T>(0);
+  T* b = p.as<T>(1);
+  T* c = p.as<T>(2);
+  const bool log = variant == fused_variant::log;
+  float* row_floats = nullptr;  // per-row scales, then the log-sum-exp
+  check(cudaMalloc(&row_floats, 2 * static_cast<std::size_t>(rows) * sizeof(float)), "rows");
+  const std::vector<float> scales(static_cast<std::size_t>(rows), 0.75f);
+  check(cudaMemcpy(row_floats, scales.data(), scales.size() * sizeof(float),
+                   cudaMemcpyHostToDevice),
+        "row scales");
+  softmax_options o;
+  if (variant == fused_variant::scaled) {
+    o.scale = 1.25f;
+    o.row_scale = row_floats;
+    if (dir == direction::forward) o.row_lse = row_floats + rows;
+  }
+  plan pl;
+  if (dir == direction::forward) {
+    check(fused_forward_plan<T>(a, cols, b, cols, rows, cols, o, log, &pl, workspace), "plan");
+  } else {
+    check(fused_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, o, log, &pl, workspace),
+          "plan");
+  }
+  std::size_t ws_bytes = pl.workspace_in_output ? 0 : static_cast<std::size_t>(pl.workspace_bytes);
+  void* ws = nullptr;
+  if (ws_bytes > 0) check(cudaMalloc(&ws, ws_bytes), "workspace");
+  void* const wsp = ws ? ws : &ws_bytes;  // a size of 0 runs with any non-null pointer
+  std::size_t* const wsb = workspace ? &ws_bytes : nullptr;
+  const auto launch = [&]() -> cudaError_t {
+    if (dir == direction::forward) {
+      if (log)
+        return wsb ? log_softmax_forward<T>(wsp, wsb, a, cols, b, cols, rows, cols, o)
+                   : log_softmax_forward<T>(a, cols, b, cols, rows, cols, o);
+      return wsb ? softmax_forward<T>(wsp, wsb, a, cols, b, cols, rows, cols, o)
+                 : softmax_forward<T>(a, cols, b, cols, rows, cols, o);
+    }
+    if (log)
+      return wsb ? log_softmax_backward<T>(wsp, wsb, a, cols, b, cols, c, cols, rows, cols, o)
+                 : log_softmax_backward<T>(a, cols, b, cols, c, cols, rows, cols, o);
+    return wsb ? softmax_backward<T>(wsp, wsb, a, cols, b, cols, c, cols, rows, cols, o)
+               : softmax_backward<T>(a, cols, b, cols, c, cols, rows, cols, o);
+  };
+  const double us = time_launches(state, launch);
+  result& r = results()[name];
+  const double b2b_us = us <= 0 ? 0.0 : r.b2b_us > 0 ? r.b2b_us : time_back_to_back(launch, us);
+  if (ws) check(cudaFree(ws), "workspace");
+  check(cudaFree(row_floats), "rows");
+  const double row_bytes =
+      variant == fused_variant::scaled ? (dir == direction::forward ? 8.0 : 4.0) * rows : 0.0;
+  const double bytes =
+      static_cast<double>(dir == direction::forward ? 2 : 3) * rows * cols * sizeof(T) + row_bytes;
+  const double tbps = us > 0 ? bytes / (us * 1e-6) / 1e12 : 0;
+  const double b2b_tbps = b2b_us > 0 ? bytes / (b2b_us * 1e-6) / 1e12 : 0;
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+  state.SetLabel(to_string(pl));
+  state.counters["median_us"] = us;
+  state.counters["TBps"] = tbps;
+  state.counters["pct_copy"] = 100.0 * tbps / copy_bandwidth().synchronized;
+  if (b2b_us > 0) {
+    state.counters["b2b_us"] = b2b_us;
+    state.counters["b2b_pct_copy"] = 100.0 * b2b_tbps / copy_bandwidth().back_to_back;
+  }
+  r = {dir == direction::forward ? "forward" : "backward",
+       dtype_name<T>(),
+       to_string(pl) + (log ? " [log]" : " [scaled]"),
+       rows,
+       cols,
+       us,
+       tbps,
+       b2b_us,
+       b2b_tbps};
+}
+
 /// Registers the sweeps for one element type (defined in bench_<type>.cu).
 void register_float();
 void register_half();
@@ -509,6 +594,26 @@ void register_type() {
       }
     }
   }
+  // The fused launchers: "fused/<log|scaled>/<dir>/<dtype>/cols:N", rows * cols = 2^27 (long
+  // rows: at least 8, with a workspace), beside the plain sweep's rows of the same shape.
+  for (direction dir : {direction::forward, direction::backward})
+    for (fused_variant variant : {fused_variant::log, fused_variant::scaled})
+      for (std::int64_t cols : {std::int64_t{1000}, std::int64_t{4096}, std::int64_t{32000},
+                                std::int64_t{131072}, std::int64_t{1} << 20}) {
+        const bool long_row = cols == std::int64_t{1} << 20;
+        const std::int64_t rows = std::max<std::int64_t>(long_row ? 8 : 1, sweep_elems / cols);
+        if (rows * cols * static_cast<std::int64_t>(sizeof(T)) >
+            static_cast<std::int64_t>(pool::bytes))
+          continue;
+        const std::string name = std::string("fused/") +
+                                 (variant == fused_variant::log ? "log/" : "scaled/") +
+                                 (dir == direction::forward ? "forward/" : "backward/") +
+                                 dtype_name<T>() + (long_row ? "/long/workspace" : "") +
+                                 "/cols:" + std::to_string(cols);
+        register_timed(name, [=](benchmark::State& s) {
+          fused_benchmark<T>(s, name, dir, variant, rows, cols, long_row);
+        });
+      }
   register_probes<T>();
 }
 
