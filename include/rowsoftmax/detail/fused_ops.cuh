@@ -74,11 +74,19 @@ struct fused_forward_op {
     std::int64_t row_base;  // the launch's row of row 0 (tiled rows: the tile's first)
   };
 
-  template <int V, int N>
+  /// A thread's slots of a row. fp32: s * x (softmax: exp(s * x - m) after fold); 16-bit: x, and
+  /// the row's scale beside them (fp32 ones keep none: a register more spills the fp32 split
+  /// kernel at its bound).
+  template <int V, int N, bool KeepsScale = !std::is_same_v<T, float>>
   struct fragment {
-    vec_t<T, V> v[N];  // fp32: s * x (softmax: exp(s * x - m) after fold); 16-bit: x
-    float m;           // max of s * x over the thread's slots (-inf if none), set by load
-    float s;           // the row's scale, set by load
+    vec_t<T, V> v[N];
+    float m;  // max of s * x over the thread's slots (-inf if none), set by load
+    float s;  // the row's scale, set by load
+  };
+  template <int V, int N>
+  struct fragment<V, N, false> {
+    vec_t<T, V> v[N];
+    float m;
   };
 
   template <int V>
@@ -112,7 +120,6 @@ struct fused_forward_op {
                                 Hint hint = {}) {
     finish_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
     const float s = row_scale_of(a.p, a.row_base + w.row);
-    f.s = s;
     f.m = neg_inf;
     if constexpr (std::is_same_v<T, float>) {
 #pragma unroll
@@ -122,6 +129,7 @@ struct fused_forward_op {
         f.m = fmaxf(f.m, f.v[k].max());
       }
     } else {
+      f.s = s;
 #pragma unroll
       for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, scaled_max(f.v[k], s));
     }
@@ -147,13 +155,13 @@ struct fused_forward_op {
   struct row_out {
     float shift;    // safe_shift(M)
     float inv;      // 1 / S (0 for an empty row under empty_rows::zero)
-    float log_sum;  // ln S (+inf for an empty row under empty_rows::zero)
+    float log_sum;  // ln S (+inf for an empty row under empty_rows::zero), as lg2.approx * ln 2
   };
   __device__ static row_out out_of(fused_params const& p, partial total) {
     const bool zero = p.zero_empty && total.s == 0.0f;
     row_out o{safe_shift(total.m), 0.0f, 0.0f};
     if constexpr (Log) {
-      o.log_sum = zero ? -neg_inf : logf(total.s);
+      o.log_sum = zero ? -neg_inf : __logf(total.s);
     } else {
       o.inv = zero ? 0.0f : 1.0f / total.s;
     }
@@ -162,7 +170,7 @@ struct fused_forward_op {
   /// The row's log-sum-exp into p.row_lse, by the thread whose slot 0 is the row's first window.
   __device__ static void put_lse(fused_params const& p, std::int64_t row, std::int64_t first,
                                  partial total) {
-    if (p.row_lse != nullptr && first == 0) p.row_lse[row] = total.m + logf(total.s);
+    if (p.row_lse != nullptr && first == 0) p.row_lse[row] = total.m + __logf(total.s);
   }
 
   /// One window's outputs given the row's `o`: `z` gives element l's scaled logit (or, fp32
@@ -195,10 +203,15 @@ struct fused_forward_op {
     for (int k = 0; k < N; ++k) {
       vec_t<T, V> x = f.v[k];
       x.opaque();  // convert again rather than keep fold's floats alive across the exchange
-      const float s = f.s;
       out[k] = out_window<V>(
           o,
-          [&](int l) { return std::is_same_v<T, float> ? x.at(l) : s * x.at(l); },
+          [&](int l) {
+            if constexpr (std::is_same_v<T, float>) {
+              return x.at(l);
+            } else {
+              return f.s * x.at(l);
+            }
+          },
           keep_scale);
     }
     store_windows<OneStore>(a.y + w.row * a.y_stride, w, out, hint);
