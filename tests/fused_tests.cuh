@@ -32,8 +32,9 @@ struct fused_case {
   }
 };
 
-/// The logit the library takes: s * x rounded to float.
+/// The logit the library takes: s * x rounded to float, -inf kept whatever the scale.
 inline double logit(float s, double x) {
+  if (x == -std::numeric_limits<double>::infinity()) return x;
   return static_cast<double>(s * static_cast<float>(x));
 }
 

@@ -18,14 +18,17 @@ enum class empty_rows : unsigned char {
 /// (or plain log-softmax).
 ///
 /// The logit of element j of row i is z = s_i * x[i, j], rounded to float, with
-/// s_i = scale (scale * row_scale[i] where `row_scale` is given, the product rounded to float).
+/// s_i = scale (scale * row_scale[i] where `row_scale` is given, the product rounded to float),
+/// except that an element of -inf stays -inf whatever the scale: a masked element stays masked
+/// under a negative or zero scale (where s * -inf would be +inf or NaN).
 /// Forward: softmax y = exp(z - M) / S, log-softmax y = (z - M) - ln S, with M the row's max of
 /// z and S the sum of exp(z - M). Backward takes the same options as its forward and returns the
 /// gradient with respect to x: softmax dx = s_i * y * (dy - sum(dy * y)), log-softmax
 /// dx = s_i * (dy - exp(y) * sum(dy)).
 struct softmax_options {
   /// The scale s (1 / temperature): any finite value, negative (the max of s * x is then s times
-  /// the row's min) and 0 (a uniform row) included. Non-finite values are refused.
+  /// the row's min) and 0 (uniform over the row's elements that are not -inf) included.
+  /// Non-finite values are refused.
   float scale = 1.0f;
   /// Optional, device memory: one float a row (rows elements, 4-byte aligned), multiplied into
   /// the scale of its row: a per-request temperature. Read by the kernel when it runs (so a

@@ -26,15 +26,21 @@ struct fused_params {
   }
 };
 
-/// exp(k * x - shift) for an exp functor `E` of exp(x - shift) (shifted_exp or fused_exp): the
-/// scaled logit rounded to float first, as the reference takes it.
+/// The logit of an element x under the row's scale s: s * x rounded to float, but -inf stays
+/// -inf whatever the scale (a masked element stays masked, and the -inf the loads put beyond a
+/// row stays outside it under a negative or zero scale).
+__device__ inline float logit(float s, float x) {
+  return x == neg_inf ? neg_inf : s * x;
+}
+
+/// exp(logit(k, x) - shift) for an exp functor `E` of exp(x - shift) (shifted_exp or fused_exp).
 template <class E>
 struct scaled_exp {
   E e;
   float k;
   float scale;
   __device__ scaled_exp(E const& exp, float factor) : e(exp), k(factor), scale(exp.scale) {}
-  __device__ float operator()(float x) const { return e(k * x); }
+  __device__ float operator()(float x) const { return e(logit(k, x)); }
 };
 
 /// The scale of row `row` (a row of the launch: tiled rows add their tile's first).
@@ -42,11 +48,15 @@ __device__ inline float row_scale_of(fused_params const& p, std::int64_t row) {
   return p.row_scale != nullptr ? p.scale * p.row_scale[row] : p.scale;
 }
 
-/// The max of s * x over the elements of `v`: s times their max, or their min where s < 0
-/// (rounding is monotonic, so this is the max of the rounded products).
+/// The max of the logits of the elements of `v`: s times their max where s > 0 (rounding is
+/// monotonic, and -inf stays -inf), element by element otherwise (-inf is no min there).
 template <class T, int V>
 __device__ inline float scaled_max(vec_t<T, V> const& v, float s) {
-  return s < 0.0f ? s * v.min() : s * v.max();
+  if (s > 0.0f) return s * v.max();
+  float m = neg_inf;
+#pragma unroll
+  for (int l = 0; l < V; ++l) m = fmaxf(m, logit(s, v.at(l)));
+  return m;
 }
 
 /// y = softmax(s * x) or, `Log`, log_softmax(s * x) along each row (softmax_options). As
@@ -125,7 +135,7 @@ struct fused_forward_op {
 #pragma unroll
       for (int k = 0; k < N; ++k) {
 #pragma unroll
-        for (int l = 0; l < V; ++l) f.v[k].w[l] = bits_as<std::uint32_t>(s * f.v[k].at(l));
+        for (int l = 0; l < V; ++l) f.v[k].w[l] = bits_as<std::uint32_t>(logit(s, f.v[k].at(l)));
         f.m = fmaxf(f.m, f.v[k].max());
       }
     } else {
@@ -209,7 +219,7 @@ struct fused_forward_op {
             if constexpr (std::is_same_v<T, float>) {
               return x.at(l);
             } else {
-              return f.s * x.at(l);
+              return logit(f.s, x.at(l));
             }
           },
           keep_scale);
@@ -241,7 +251,7 @@ struct fused_forward_op {
   __device__ static vec_t<T, V> normalized_of(vec_t<T, V> const& x, E const& e, float inv,
                                               partial total, row_state const& r) {
     if constexpr (Log) {
-      return out_window<V>(out_of(r.p, total), [&](int l) { return r.s * x.at(l); }, 0.0f);
+      return out_window<V>(out_of(r.p, total), [&](int l) { return logit(r.s, x.at(l)); }, 0.0f);
     } else {
       const bool zero = r.p.zero_empty && total.s == 0.0f;
       return plain::normalized(x, scaled_exp(e, r.s), zero ? 0.0f : inv);
