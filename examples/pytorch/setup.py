@@ -3,7 +3,8 @@
 
     TORCH_CUDA_ARCH_LIST="9.0" pip install --no-build-isolation ./examples/pytorch
 
-builds the same sources as the compile-on-import path (csrc/: the binding and one unit per dtype)
+builds the same sources as the compile-on-import path (csrc/: the binding and, per dtype, one unit
+of the plain launchers and one of the fused)
 into rowsoftmax_torch._C with torch.utils.cpp_extension.CUDAExtension and BuildExtension, for the
 architectures in TORCH_CUDA_ARCH_LIST (torch's own variable, read by BuildExtension; unset: the
 GPUs it sees, else torch's default list). `--no-build-isolation` lets the build import the
@@ -39,12 +40,15 @@ def version():
 
 
 # Relative to setup.py, as setuptools wants.
-SOURCES = [f"csrc/{f}" for f in ("binding.cpp", "launch_float.cu", "launch_half.cu", "launch_bf16.cu")]
+SOURCES = [f"csrc/{f}" for f in ("binding.cpp", "launch_float.cu", "launch_half.cu",
+                                 "launch_bf16.cu", "launch_fused_float.cu", "launch_fused_half.cu",
+                                 "launch_fused_bf16.cu")]
 
 setup(
     name="rowsoftmax_torch",
     version=version(),
-    description="rowsoftmax row-wise softmax for PyTorch (CUDA float32/float16/bfloat16, autograd)",
+    description="rowsoftmax row-wise softmax and log-softmax for PyTorch "
+                "(CUDA float32/float16/bfloat16, autograd, torch.compile)",
     license="Apache-2.0",
     packages=["rowsoftmax_torch"],
     ext_modules=[

@@ -121,3 +121,206 @@ def test_runs_on_the_current_stream():
         y = rs.softmax(x)
     s.synchronize()
     assert close(y, torch.softmax(x.double(), dim=-1), torch.bfloat16)
+
+
+# ---- Fused softmax / log_softmax: scale, per-row scale, log-sum-exp, empty rows, autograd,
+# torch.compile and the custom ops. References are computed in float32 (float64 for gradients)
+# from the same logits z = x.float() * s, which the kernels round the same way.
+
+FUSED_SHAPES = [(1,), (5, 1), (3, 1000), (2, 3, 4097), (1, 300001)]
+FUSED = {False: (rs.softmax, torch.softmax), True: (rs.log_softmax, torch.log_softmax)}
+
+
+def row_scales(shape, seed):
+    """A float32 scale a row of x.shape[:-1]: random in [-2, 2) with 0, a negative and 1 among
+    them where there are enough rows."""
+    r = make(shape[:-1], torch.float32, seed, scale=2.0)
+    flat = r.view(-1)
+    flat[:3] = torch.tensor([0.0, -1.5, 1.0], device="cuda")[: flat.numel()]
+    return r
+
+
+def positive_row_scales(shape, seed):
+    """Row scales in [0.25, 2.25): for the tests of the torch integration, whose outputs have no
+    NaN to compare."""
+    return make(shape[:-1], torch.float32, seed, scale=1.0) + 1.25
+
+
+def scales_of(x, scale, row_scale):
+    """s as the kernels form it (scale * row_scale rounded to float), shaped to multiply x."""
+    if row_scale is None:
+        return torch.tensor(scale, dtype=torch.float32, device=x.device)
+    return (row_scale * scale).unsqueeze(-1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", FUSED_SHAPES)
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("scale,per_row", [(1.0, False), (0.37, False), (-2.5, False), (0.5, True)])
+def test_fused_forward_and_lse(shape, dtype, log, scale, per_row):
+    ours, theirs = FUSED[log]
+    x = make(shape, dtype, seed=sum(shape) + int(log))
+    r = row_scales(shape, seed=len(shape)) if per_row else None
+    y, lse = ours(x, scale=scale, row_scale=r, return_lse=True)
+    z = x.float() * scales_of(x, scale, r)
+    ref = theirs(z, dim=-1)
+    assert y.shape == x.shape and y.dtype == x.dtype and y.is_contiguous()
+    assert lse.shape == x.shape[:-1] and lse.dtype == torch.float32
+    assert not torch.isnan(y).any()
+    assert close(y, ref, dtype)
+    torch.testing.assert_close(lse, torch.logsumexp(z, dim=-1), rtol=1e-5, atol=1e-5)
+    # Without return_lse: the same y.
+    assert torch.equal(ours(x, scale=scale, row_scale=r), y)
+
+
+def grad_bound(p, s, w, v, log):
+    """The scale of the gradient's rounding error: |s| times the magnitude of each term of
+    dx = s * p * (w - sum(w * p)) (softmax) or s * (w - p * sum(w)) (log-softmax), plus the
+    log-sum-exp term s * p * v."""
+    if log:
+        m = w.abs() + p * w.abs().sum(-1, keepdim=True)
+    else:
+        m = p * (w.abs() + (w * p).abs().sum(-1, keepdim=True))
+    return s.abs() * (m + p * v.abs().unsqueeze(-1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", FUSED_SHAPES)
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("per_row", [False, True])
+def test_fused_gradient(shape, dtype, log, per_row):
+    ours, theirs = FUSED[log]
+    scale = -0.8
+    x = make(shape, dtype, seed=3 * sum(shape) + int(log))
+    r = row_scales(shape, seed=5 + len(shape)) if per_row else None
+    w = make(shape, dtype, seed=sum(shape) + 1, scale=1.0)
+    v = make(shape[:-1], torch.float32, seed=sum(shape) + 2, scale=1.0)
+    # Loss through y and the log-sum-exp (a z-loss, say).
+    xg = x.clone().requires_grad_(True)
+    y, lse = ours(xg, scale=scale, row_scale=r, return_lse=True)
+    ((y.float() * w.float()).sum() + (lse * v).sum()).backward()
+    xd = x.double().requires_grad_(True)
+    s = scales_of(x, scale, r).double()
+    zd = xd * s
+    loss = (theirs(zd, dim=-1) * w.double()).sum() + (torch.logsumexp(zd, -1) * v.double()).sum()
+    loss.backward()
+    assert xg.grad.dtype == dtype and xg.grad.shape == x.shape
+    p = torch.softmax(zd.detach(), dim=-1)
+    assert close(xg.grad, xd.grad, dtype, grad_bound(p, s, w.double(), v.double(), log))
+    # Through y alone (no lse term), and through lse alone (no backward kernel).
+    for use_y, use_lse in ((True, False), (False, True)):
+        xg.grad = xd.grad = None
+        y, lse = ours(xg, scale=scale, row_scale=r, return_lse=True)
+        zd = xd * s
+        if use_y:
+            (y.float() * w.float()).sum().backward()
+            (theirs(zd, dim=-1) * w.double()).sum().backward()
+        else:
+            (lse * v).sum().backward()
+            (torch.logsumexp(zd, -1) * v.double()).sum().backward()
+        bound = grad_bound(p, s, w.double() * use_y, v.double() * use_lse, log)
+        assert close(xg.grad, xd.grad, dtype, bound)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_row_scale_gets_no_gradient_and_broadcasts(dtype):
+    x = make((2, 3, 257), dtype, seed=9).requires_grad_(True)
+    r = torch.tensor([[0.5], [2.0]], device="cuda", requires_grad=True)  # broadcasts to (2, 3)
+    y = rs.softmax(x, row_scale=r)
+    ref = torch.softmax(x.float() * r.detach().expand(2, 3).unsqueeze(-1), dim=-1)
+    assert close(y, ref, dtype)
+    (y.float() * torch.arange(257, device="cuda")).sum().backward()
+    assert x.grad is not None and r.grad is None
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cols", [1, 1000, 4097])
+def test_fused_empty_rows(dtype, cols):
+    inf = math.inf
+    x = make((4, cols), dtype, seed=cols)
+    x[1, :] = -inf   # empty: every logit -inf
+    x[2, :] = inf    # empty too under a negative scale
+    r = torch.tensor([1.0, 2.0, -1.0, 0.5], device="cuda")
+    z = x.float() * r.unsqueeze(-1)
+    live = [0, 3]
+    for empty in ("nan", "zero"):
+        p, lse = rs.softmax(x, row_scale=r, empty=empty, return_lse=True)
+        lp = rs.log_softmax(x, row_scale=r, empty=empty)
+        assert close(p[live], torch.softmax(z[live], -1), dtype)
+        assert close(lp[live], torch.log_softmax(z[live], -1), dtype)
+        assert torch.equal(lse[1:3], torch.full((2,), -inf, device="cuda"))
+        if empty == "nan":
+            assert torch.isnan(p[1:3]).all() and torch.isnan(lp[1:3]).all()
+        else:
+            assert (p[1:3] == 0).all() and (lp[1:3] == -inf).all()
+    # Softmax gradient of a zeroed row is 0.
+    xg = x.clone().requires_grad_(True)
+    (rs.softmax(xg, row_scale=r, empty="zero").float() * 3).sum().backward()
+    assert (xg.grad[1:3] == 0).all() and torch.isfinite(xg.grad).all()
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 5), (5, 0), (2, 0, 3)])
+def test_fused_empty_tensors(shape):
+    x = torch.empty(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    y, lse = rs.log_softmax(x, scale=2.0, return_lse=True)
+    assert y.shape == x.shape and lse.shape == x.shape[:-1]
+    torch.testing.assert_close(lse, torch.logsumexp(x.detach().float(), -1))
+    (y.sum() + lse.sum()).backward()
+    assert x.grad.shape == x.shape
+
+
+def test_fused_clear_errors():
+    x = torch.randn(4, 8, device="cuda")
+    with pytest.raises(ValueError, match="empty"):
+        rs.softmax(x, empty="none")
+    with pytest.raises(ValueError, match="finite"):
+        rs.log_softmax(x, scale=math.inf)
+    with pytest.raises(ValueError, match="finite"):
+        rs.softmax(x, scale=1e39)  # finite in double, not in float32
+    with pytest.raises(TypeError, match="Python number"):
+        rs.softmax(x, scale=torch.tensor(2.0))
+    with pytest.raises(TypeError, match="float32"):
+        rs.softmax(x, row_scale=torch.ones(4, device="cuda", dtype=torch.float16))
+    with pytest.raises(ValueError, match="broadcast"):
+        rs.softmax(x, row_scale=torch.ones(8, device="cuda"))
+    with pytest.raises(ValueError, match="cuda"):
+        rs.softmax(x, row_scale=torch.ones(4))
+    with pytest.raises(ValueError, match="last dimension"):
+        rs.log_softmax(x, dim=0)
+    with pytest.raises(ValueError, match="CUDA"):
+        rs.log_softmax(torch.randn(4, 4))
+
+
+def test_torch_compile_fullgraph():
+    torch._dynamo.reset()
+
+    def f(x, r):
+        p = rs.softmax(x, scale=0.5, row_scale=r)
+        lp, lse = rs.log_softmax(x, scale=2.0, empty="zero", return_lse=True)
+        return (p.float() * lp.float()).sum() + lse.square().sum()
+
+    compiled = torch.compile(f, fullgraph=True)
+    for shape in ((8, 1000), (3, 5, 4097)):
+        x = make(shape, torch.bfloat16, seed=shape[-1])
+        r = positive_row_scales(shape, seed=2)
+        xe, xc = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+        le, lc = f(xe, r), compiled(xc, r)
+        le.backward()
+        lc.backward()
+        torch.testing.assert_close(lc, le, rtol=1e-4, atol=1e-4)
+        assert close(xc.grad, xe.grad, torch.bfloat16)
+
+
+def test_opcheck_custom_ops():
+    ops = torch.ops.rowsoftmax
+    for shape in ((3, 1000), (2, 3, 1)):
+        x = make(shape, torch.float32, seed=1)
+        r = positive_row_scales(shape, seed=3)
+        for log in (False, True):
+            for row_scale, zero_empty, return_lse in ((None, False, False), (r, True, True)):
+                xg = x.clone().requires_grad_(True)
+                args = (xg, 0.75, row_scale, log, zero_empty, return_lse)
+                torch.library.opcheck(ops.fused_forward.default, args)
+            y, _ = ops.fused_forward(x, 0.75, r, log, False, False)
+            dy = make(shape, torch.float32, seed=4)
+            torch.library.opcheck(ops.fused_backward.default, (dy, y, 0.75, r, log))

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// PyTorch bindings: softmax over the last dimension of a CUDA tensor, forward and backward.
+// PyTorch bindings: softmax over the last dimension of a CUDA tensor, forward and backward, plain
+// (forward, backward) and fused (fused_forward, fused_backward: softmax or log-softmax with a
+// scale, a per-row scale, a row log-sum-exp output and an empty-row policy).
 // Rows are passed with their real stride (a slice x[..., :k] is not copied); only layouts whose
 // rows cannot be described by one stride are made contiguous first.
 #include <ATen/cuda/CUDAContext.h>
@@ -8,7 +10,11 @@
 #include <cuda_fp16.h>
 #include <torch/extension.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <optional>
+#include <tuple>
 
 #include "launch.cuh"
 
@@ -120,9 +126,118 @@ torch::Tensor backward(torch::Tensor dy, torch::Tensor y) {
   return dx;
 }
 
+// Calls f(tag<T>{}) with T the CUDA element type of `t` (float, __half or __nv_bfloat16).
+template <class T>
+struct tag {
+  using type = T;
+};
+
+template <class F>
+cudaError_t by_dtype(torch::ScalarType t, F&& f) {
+  switch (t) {
+    case torch::kFloat:
+      return f(tag<float>{});
+    case torch::kHalf:
+      return f(tag<__half>{});
+    default:
+      return f(tag<__nv_bfloat16>{});
+  }
+}
+
+// The fused options for rows of `like` (`like`'s shape without its last dimension): the scale
+// (finite as a float), and `row_scale` checked (float32, that shape, `like`'s device) and made
+// contiguous into `*keep`, which must outlive the launch.
+rowsoftmax::softmax_options fused_options(torch::Tensor const& like, double scale,
+                                          std::optional<torch::Tensor> const& row_scale,
+                                          torch::Tensor* keep) {
+  TORCH_CHECK_VALUE(std::abs(scale) <= std::numeric_limits<float>::max(),
+                    "rowsoftmax: scale must be finite in float32, got ", scale);
+  rowsoftmax::softmax_options o;
+  o.scale = static_cast<float>(scale);
+  if (row_scale.has_value()) {
+    const torch::Tensor& r = *row_scale;
+    TORCH_CHECK_TYPE(r.scalar_type() == torch::kFloat,
+                     "rowsoftmax: row_scale must be float32, got ", r.scalar_type());
+    TORCH_CHECK_VALUE(r.device() == like.device(), "rowsoftmax: row_scale must be on ",
+                      like.device(), ", got ", r.device());
+    TORCH_CHECK_VALUE(r.sizes() == like.sizes().slice(0, like.dim() - 1),
+                      "rowsoftmax: row_scale must have the shape of x without its last dimension ",
+                      like.sizes().slice(0, like.dim() - 1), ", got ", r.sizes());
+    *keep = r.contiguous();  // row i of as_rows is element i in row-major order
+    o.row_scale = keep->data_ptr<float>();
+  }
+  return o;
+}
+
+// Fused forward: y = softmax(s * x) or (`log`) log_softmax(s * x) over the last dimension, with
+// s = scale * row_scale[row]; empty rows (all -inf after scaling) NaN or, with `zero_empty`,
+// softmax 0 / log-softmax -inf. Returns (y, lse): lse the float32 log-sum-exp of each row's
+// logits, of x's shape without its last dimension, where `return_lse`, else an empty tensor.
+std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double scale,
+                                                       std::optional<torch::Tensor> row_scale,
+                                                       bool log, bool zero_empty, bool return_lse) {
+  check_input(x, "x");
+  const c10::cuda::CUDAGuard guard(x.device());
+  torch::Tensor rs;
+  rowsoftmax::softmax_options o = fused_options(x, scale, row_scale, &rs);
+  o.empty = zero_empty ? rowsoftmax::empty_rows::zero : rowsoftmax::empty_rows::nan;
+  auto y = torch::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  auto lse = return_lse
+                 ? torch::empty(x.sizes().slice(0, x.dim() - 1), x.options().dtype(torch::kFloat))
+                 : torch::empty({0}, x.options().dtype(torch::kFloat));
+  // Rows of no columns: logsumexp of nothing is -inf, as torch.logsumexp gives.
+  if (return_lse && x.size(-1) == 0) lse.fill_(-std::numeric_limits<float>::infinity());
+  const rows_view in = as_rows(x);
+  if (in.rows == 0) return {y, lse};
+  if (return_lse) o.row_lse = lse.data_ptr<float>();
+  const auto stream = at::cuda::getCurrentCUDAStream().stream();
+  const char* why = nullptr;
+  const cudaError_t e = by_dtype(x.scalar_type(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    return rowsoftmax_ext::fused_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols, in.rows,
+                                         in.cols, o, stream, &why);
+  });
+  check_cuda(e, why);
+  return {y, lse};
+}
+
+// Fused backward with the forward's scale and row_scale, y the forward's output: the gradient
+// with respect to x, s * y * (dy - sum(dy * y)) or (`log`) s * (dy - exp(y) * sum(dy)).
+torch::Tensor fused_backward(torch::Tensor dy, torch::Tensor y, double scale,
+                             std::optional<torch::Tensor> row_scale, bool log) {
+  check_input(dy, "dy");
+  check_input(y, "y");
+  TORCH_CHECK(dy.sizes() == y.sizes(), "rowsoftmax: dy and y must have the same shape");
+  TORCH_CHECK(dy.scalar_type() == y.scalar_type(), "rowsoftmax: dy and y must have the same dtype");
+  TORCH_CHECK(dy.device() == y.device(), "rowsoftmax: dy and y must be on the same device");
+  const c10::cuda::CUDAGuard guard(y.device());
+  torch::Tensor rs;
+  const rowsoftmax::softmax_options o = fused_options(y, scale, row_scale, &rs);
+  rows_view g = as_rows(dy), out = as_rows(y);
+  auto dx = torch::empty(y.sizes(), y.options().memory_format(at::MemoryFormat::Contiguous));
+  if (out.rows == 0) return dx;
+  const auto stream = at::cuda::getCurrentCUDAStream().stream();
+  const char* why = nullptr;
+  const cudaError_t e = by_dtype(y.scalar_type(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    return rowsoftmax_ext::fused_backward(log, ptr<T>(g.t), g.stride, ptr<T>(out.t), out.stride,
+                                          ptr<T>(dx), out.cols, out.rows, out.cols, o, stream,
+                                          &why);
+  });
+  check_cuda(e, why);
+  return dx;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward", &forward, "softmax over the last dimension (CUDA)");
   m.def("backward", &backward, "softmax backward over the last dimension: y * (dy - sum(dy * y))");
+  m.def("fused_forward", &fused_forward,
+        "fused softmax or log-softmax over the last dimension: (y, lse)", py::arg("x"),
+        py::arg("scale"), py::arg("row_scale"), py::arg("log"), py::arg("zero_empty"),
+        py::arg("return_lse"));
+  m.def("fused_backward", &fused_backward,
+        "fused softmax or log-softmax backward over the last dimension: dx", py::arg("dy"),
+        py::arg("y"), py::arg("scale"), py::arg("row_scale"), py::arg("log"));
 }

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The extension's kernel entry points, one translation unit per element type (launch_*.cu) so
+// The extension's kernel entry points, one translation unit per element type for the plain
+// launchers (launch_<type>.cu) and one per type for the fused ones (launch_fused_<type>.cu), so
 // that they compile in parallel and without the PyTorch headers.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+
+#include <rowsoftmax/options.hpp>
 
 namespace rowsoftmax_ext {
 
@@ -20,5 +23,21 @@ template <class T>
 cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64_t y_stride, T* dx,
                      std::int64_t dx_stride, std::int64_t rows, std::int64_t cols,
                      cudaStream_t stream, const char** why);
+
+/// rowsoftmax::softmax_forward with options (`log`: log_softmax_forward), with the fused
+/// explain_forward's sentence in `*why` as forward's.
+template <class T>
+cudaError_t fused_forward(bool log, T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
+                          std::int64_t rows, std::int64_t cols,
+                          rowsoftmax::softmax_options const& options, cudaStream_t stream,
+                          const char** why);
+
+/// rowsoftmax::softmax_backward with options (`log`: log_softmax_backward), with the fused
+/// explain_backward's sentence in `*why` as forward's.
+template <class T>
+cudaError_t fused_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
+                           std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
+                           std::int64_t cols, rowsoftmax::softmax_options const& options,
+                           cudaStream_t stream, const char** why);
 
 }  // namespace rowsoftmax_ext

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The definitions behind launch.cuh, written once; each launch_<type>.cu instantiates them for
-// its element type (one translation unit per type, so they compile in parallel).
+// The definitions behind launch.cuh, written once; each launch_<type>.cu instantiates the plain
+// ones for its element type and each launch_fused_<type>.cu the fused ones (one translation unit
+// per type and family, so they compile in parallel).
 #pragma once
 
 #include <rowsoftmax/rowsoftmax.cuh>
@@ -31,6 +32,36 @@ cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64
   return e;
 }
 
+template <class T>
+cudaError_t fused_forward(bool log, T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
+                          std::int64_t rows, std::int64_t cols,
+                          rowsoftmax::softmax_options const& options, cudaStream_t stream,
+                          const char** why) {
+  const cudaError_t e =
+      log ? rowsoftmax::log_softmax_forward(x, x_stride, y, y_stride, rows, cols, options, stream)
+          : rowsoftmax::softmax_forward(x, x_stride, y, y_stride, rows, cols, options, stream);
+  *why = e == cudaErrorInvalidValue
+             ? rowsoftmax::explain_forward(x, x_stride, y, y_stride, rows, cols, options)
+             : nullptr;
+  return e;
+}
+
+template <class T>
+cudaError_t fused_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
+                           std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
+                           std::int64_t cols, rowsoftmax::softmax_options const& options,
+                           cudaStream_t stream, const char** why) {
+  const cudaError_t e =
+      log ? rowsoftmax::log_softmax_backward(dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols,
+                                             options, stream)
+          : rowsoftmax::softmax_backward(dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols,
+                                         options, stream);
+  *why = e == cudaErrorInvalidValue ? rowsoftmax::explain_backward(dy, dy_stride, y, y_stride, dx,
+                                                                   dx_stride, rows, cols, options)
+                                    : nullptr;
+  return e;
+}
+
 }  // namespace rowsoftmax_ext
 
 /// Explicit instantiations of forward and backward for element type T.
@@ -41,3 +72,12 @@ cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64
   template cudaError_t rowsoftmax_ext::backward<T>(T const*, std::int64_t, T const*, std::int64_t, \
                                                    T*, std::int64_t, std::int64_t, std::int64_t,   \
                                                    cudaStream_t, const char**)
+
+/// Explicit instantiations of fused_forward and fused_backward for element type T.
+#define ROWSOFTMAX_EXT_INSTANTIATE_FUSED(T)                                                 \
+  template cudaError_t rowsoftmax_ext::fused_forward<T>(                                    \
+      bool, T const*, std::int64_t, T*, std::int64_t, std::int64_t, std::int64_t,           \
+      rowsoftmax::softmax_options const&, cudaStream_t, const char**);                      \
+  template cudaError_t rowsoftmax_ext::fused_backward<T>(                                   \
+      bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t, \
+      std::int64_t, rowsoftmax::softmax_options const&, cudaStream_t, const char**)

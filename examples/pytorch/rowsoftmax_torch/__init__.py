@@ -1,8 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""rowsoftmax for PyTorch: softmax over the last dimension with autograd.
+"""rowsoftmax for PyTorch: softmax and log-softmax over the last dimension with autograd.
 
     import rowsoftmax_torch
     y = rowsoftmax_torch.softmax(x)            # x: CUDA float32/float16/bfloat16, any rank
+    y, lse = rowsoftmax_torch.log_softmax(x, scale=0.5, row_scale=r, return_lse=True)
+
+softmax and log_softmax run the library's fused launchers through two torch.library custom ops,
+rowsoftmax::fused_forward and rowsoftmax::fused_backward (with fake implementations and autograd),
+so they run under torch.compile(fullgraph=True) as one opaque node each.
 
 Installed with `pip install --no-build-isolation ./examples/pytorch` (setup.py), the extension
 was compiled ahead of time (rowsoftmax_torch._C). Used from the source tree instead, it is
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional
 
 import torch
 from torch.utils.cpp_extension import load
@@ -22,6 +28,10 @@ _CSRC = _HERE.parent / "csrc"
 _INCLUDE = os.environ.get("ROWSOFTMAX_INCLUDE_DIR", str(_HERE.parents[2] / "include"))
 
 _ext = None
+
+# The extension's sources in csrc/ (setup.py builds the same list).
+_SOURCES = ("binding.cpp", "launch_float.cu", "launch_half.cu", "launch_bf16.cu",
+           "launch_fused_float.cu", "launch_fused_half.cu", "launch_fused_bf16.cu")
 
 
 def _extension():
@@ -41,8 +51,7 @@ def _extension():
             os.environ["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"
         _ext = load(
             name="rowsoftmax_torch_ext",
-            sources=[str(_CSRC / f) for f in
-                     ("binding.cpp", "launch_float.cu", "launch_half.cu", "launch_bf16.cu")],
+            sources=[str(_CSRC / f) for f in _SOURCES],
             extra_include_paths=[_INCLUDE],
             extra_cflags=["-O3", "-std=c++17"],
             extra_cuda_cflags=["-O3", "-std=c++17"],
@@ -84,25 +93,125 @@ def softmax_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return _extension().backward(dy, y)
 
 
-class _Softmax(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = softmax_forward(x)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, dy):
-        (y,) = ctx.saved_tensors
-        return softmax_backward(dy, y)
+# The custom ops. The kernels' outputs are new contiguous tensors (y, dx: the input's shape and
+# dtype; lse: float32, the input's shape without its last dimension, or empty where not asked
+# for), and the fake implementations say the same, so torch.compile traces them as one node each.
+@torch.library.custom_op(
+    "rowsoftmax::fused_forward", mutates_args=(), device_types="cuda",
+    schema="(Tensor x, float scale, Tensor? row_scale, bool log, bool zero_empty, "
+           "bool return_lse) -> (Tensor, Tensor)")
+def _fused_forward(x, scale, row_scale, log, zero_empty, return_lse):
+    return _extension().fused_forward(x, scale, row_scale, log, zero_empty, return_lse)
 
 
-def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """torch.softmax(x, dim) for dim = -1, on CUDA float32/float16/bfloat16, with autograd.
+@_fused_forward.register_fake
+def _(x, scale, row_scale, log, zero_empty, return_lse):
+    lse_shape = x.shape[:-1] if return_lse else (0,)
+    return x.new_empty(x.shape), x.new_empty(lse_shape, dtype=torch.float32)
 
-    Rows are read with their real stride (slices along leading dimensions are not copied).
-    Special values follow torch.softmax: NaN or +inf in a row, or a row of only -inf, gives NaN.
-    Raises TypeError/ValueError for CPU tensors, other dtypes and other dims.
-    """
+
+@torch.library.custom_op(
+    "rowsoftmax::fused_backward", mutates_args=(), device_types="cuda",
+    schema="(Tensor dy, Tensor y, float scale, Tensor? row_scale, bool log) -> Tensor")
+def _fused_backward(dy, y, scale, row_scale, log):
+    return _extension().fused_backward(dy, y, scale, row_scale, log)
+
+
+@_fused_backward.register_fake
+def _(dy, y, scale, row_scale, log):
+    return y.new_empty(y.shape)
+
+
+def _setup_context(ctx, inputs, output):
+    _, scale, row_scale, log, _, return_lse = inputs
+    ctx.save_for_backward(output[0], row_scale)
+    ctx.scale, ctx.log, ctx.return_lse = scale, log, return_lse
+    # Unused outputs give None, not zeros: no backward kernel for a y used only through lse,
+    # no extra pass for an lse returned but unused.
+    ctx.set_materialize_grads(False)
+
+
+def _backward(ctx, dy, dlse):
+    """The gradient with respect to x (row_scale and the other arguments get none)."""
+    y, row_scale = ctx.saved_tensors
+    dx = None
+    if dy is not None:
+        dx = _fused_backward(dy, y, ctx.scale, row_scale, ctx.log)
+    if ctx.return_lse and dlse is not None:
+        # d lse / dx = s * softmax(s * x), one elementwise pass outside the kernel, in float32.
+        s = ctx.scale if row_scale is None else row_scale * ctx.scale
+        p = y.float().exp() if ctx.log else y.float()
+        extra = p * (dlse * s).unsqueeze(-1)
+        dx = extra.to(y.dtype) if dx is None else (dx.float() + extra).to(y.dtype)
+    return dx, None, None, None, None, None
+
+
+_fused_forward.register_autograd(_backward, setup_context=_setup_context)
+
+_EMPTY = {"nan": False, "zero": True}
+_FLOAT32_MAX = torch.finfo(torch.float32).max
+
+
+def _row_scale(row_scale, x: torch.Tensor) -> torch.Tensor:
+    """row_scale checked and broadcast to x's rows (x.shape[:-1]), detached (it gets no
+    gradient)."""
+    if not isinstance(row_scale, torch.Tensor):
+        raise TypeError("rowsoftmax: row_scale must be a torch.Tensor, "
+                        f"got {type(row_scale).__name__}")
+    if row_scale.dtype != torch.float32:
+        raise TypeError(f"rowsoftmax: row_scale must be float32, got {row_scale.dtype}")
+    if row_scale.device != x.device:
+        raise ValueError(f"rowsoftmax: row_scale must be on {x.device}, got {row_scale.device}")
+    rows = x.shape[:-1]
+    fits = row_scale.dim() <= len(rows)
+    for a, b in zip(reversed(row_scale.shape), reversed(rows)):
+        fits = fits and (a == 1 or a == b)
+    if not fits:
+        raise ValueError(f"rowsoftmax: row_scale of shape {tuple(row_scale.shape)} does not "
+                         f"broadcast to x's rows {tuple(rows)} (x.shape[:-1])")
+    return row_scale.detach().expand(rows)
+
+
+def _fused(x, dim, scale, row_scale, empty, return_lse, log):
     _check(x, dim)
-    return _Softmax.apply(x)
+    if isinstance(scale, torch.Tensor):
+        raise TypeError("rowsoftmax: scale must be a Python number (per-row tensors: row_scale)")
+    scale = float(scale)
+    if not abs(scale) <= _FLOAT32_MAX:  # the kernels take it as a float
+        raise ValueError(f"rowsoftmax: scale must be finite in float32, got {scale}")
+    if empty not in _EMPTY:
+        raise ValueError(f"rowsoftmax: empty must be 'nan' or 'zero', got {empty!r}")
+    if row_scale is not None:
+        row_scale = _row_scale(row_scale, x)
+    y, lse = _fused_forward(x, scale, row_scale, log, _EMPTY[empty], bool(return_lse))
+    return (y, lse) if return_lse else y
+
+
+def softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
+            row_scale: Optional[torch.Tensor] = None, empty: str = "nan",
+            return_lse: bool = False):
+    """softmax(s * x) over the last dimension, s = scale * row_scale[row], on CUDA
+    float32/float16/bfloat16, with autograd. torch.softmax(x, dim) with the defaults.
+
+    scale: a finite Python number (1 / temperature; 0 and negative values allowed, -inf elements
+      stay -inf).
+    row_scale: optional float32 tensor on x's device, of shape x.shape[:-1] (or broadcasting to
+      it), one factor a row (a per-request 1 / temperature); it gets no gradient.
+    empty: what a row of only -inf (after scaling) gives, "nan" (as torch.softmax) or "zero".
+    return_lse: also return the float32 log-sum-exp of each row's logits s * x, of shape
+      x.shape[:-1] (differentiable too).
+
+    Returns y (a new contiguous tensor of x's shape and dtype), or (y, lse). Rows are read with
+    their real stride (slices along leading dimensions are not copied). Special values follow
+    torch.softmax: NaN or +inf in a row gives NaN. Raises TypeError/ValueError for CPU tensors,
+    other dtypes, other dims and bad options.
+    """
+    return _fused(x, dim, scale, row_scale, empty, return_lse, log=False)
+
+
+def log_softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
+                row_scale: Optional[torch.Tensor] = None, empty: str = "nan",
+                return_lse: bool = False):
+    """log_softmax(s * x) over the last dimension, as softmax (the same options); empty="zero"
+    gives -inf for a row of only -inf. torch.log_softmax(x, dim) with the defaults."""
+    return _fused(x, dim, scale, row_scale, empty, return_lse, log=True)
