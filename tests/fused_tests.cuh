@@ -333,7 +333,7 @@ inline std::vector<fused_case> fused_cases() {
       {false, 1.0f, false, true, empty_rows::nan},   // plain softmax through the fused kernels
       {true, 1.0f, false, true, empty_rows::nan},    // log-softmax
       {false, 0.37f, true, true, empty_rows::zero},  // temperature and per-row scales
-      {true, -1.5f, false, false, empty_rows::zero},  // negative scale, log
+      {true, -1.5f, false, true, empty_rows::zero},   // negative scale, log
       {true, 2.0f, true, true, empty_rows::nan},
       {false, 0.0f, false, true, empty_rows::nan},  // uniform rows
   };
