@@ -43,6 +43,12 @@ struct scaled_exp {
   __device__ float operator()(float x) const { return e(logit(k, x)); }
 };
 
+/// Stores `v` at `p` in global memory, said so: in the tiled kernel, whose rows are written to
+/// shared memory, nvcc 13.0 otherwise takes the row LSE's generic pointer for a shared one.
+__device__ inline void store_global(float* p, float v) {
+  asm volatile("st.global.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+}
+
 /// The scale of row `row` (a row of the launch: tiled rows add their tile's first).
 __device__ inline float row_scale_of(fused_params const& p, std::int64_t row) {
   return p.row_scale != nullptr ? p.scale * p.row_scale[row] : p.scale;
@@ -180,7 +186,7 @@ struct fused_forward_op {
   /// The row's log-sum-exp into p.row_lse, by the thread whose slot 0 is the row's first window.
   __device__ static void put_lse(fused_params const& p, std::int64_t row, std::int64_t first,
                                  partial total) {
-    if (p.row_lse != nullptr && first == 0) p.row_lse[row] = total.m + __logf(total.s);
+    if (p.row_lse != nullptr && first == 0) store_global(p.row_lse + row, total.m + __logf(total.s));
   }
 
   /// One window's outputs given the row's `o`: `z` gives element l's scaled logit (or, fp32
