@@ -45,6 +45,14 @@ TYPED_TEST(Validation, ForwardRejectsBadArguments) {
   EXPECT_EQ(rowsoftmax::softmax_forward<T>(x, big, y, big, 4, 8), bad);  // offsets overflow
   EXPECT_EQ(rowsoftmax::softmax_forward<T>(x, 8, y, 8, big, 8), bad);
   EXPECT_EQ(rowsoftmax::softmax_forward<T>(x, 8, x, 16, 4, 8), bad);  // in place, other stride
+  // One row whose bytes alone overflow int64 (found by the argument fuzzer, test_fuzz_args.cpp).
+  const std::int64_t huge = std::numeric_limits<std::int64_t>::max() - 1;
+  EXPECT_EQ(rowsoftmax::softmax_forward<T>(x, huge, y, huge, 1, huge), bad);
+  // An output that overlaps the input without being it (in place is y == x with equal strides);
+  // interleaved rows that share nothing are explained as fine.
+  EXPECT_EQ(rowsoftmax::softmax_forward<T>(x, 8, x + 3, 8, 4, 8), bad);
+  EXPECT_EQ(rowsoftmax::explain_forward<T>(x, 16, x + 8, 16, 4, 8), nullptr);
+  EXPECT_NE(rowsoftmax::explain_forward<T>(x, 16, x + 7, 16, 4, 8), nullptr);
 }
 
 TYPED_TEST(Validation, BackwardRejectsBadArguments) {

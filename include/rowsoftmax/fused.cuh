@@ -23,17 +23,50 @@ enum class option_rule : unsigned char {
   row_scale_misaligned,  ///< options.row_scale is not 4-byte aligned
   row_lse_misaligned,    ///< options.row_lse is not 4-byte aligned (forward)
   bad_empty_rows,        ///< options.empty is not an empty_rows value
+  row_scale_overlaps,    ///< options.row_scale shares bytes with the output
+  row_lse_overlaps,      ///< options.row_lse shares bytes with a tensor or row_scale (forward)
 };
 
-inline option_rule check_options(softmax_options const& o, direction dir) noexcept {
+/// Checks a fused call's options (after its tensors pass check_args); never touches the device.
+/// The per-row arrays are checked against the tensors by address range (a row array of `rows`
+/// floats against each tensor's span).
+template <std::size_t N>
+option_rule check_options(softmax_options const& o, direction dir, tensor_arg const (&t)[N],
+                          std::size_t elem_size, std::int64_t rows, std::int64_t cols) noexcept {
   if (!std::isfinite(o.scale)) return option_rule::scale_not_finite;
   if (reinterpret_cast<std::uintptr_t>(o.row_scale) % alignof(float) != 0)
     return option_rule::row_scale_misaligned;
-  if (dir == direction::forward && reinterpret_cast<std::uintptr_t>(o.row_lse) % alignof(float) != 0)
+  const bool lse = dir == direction::forward && o.row_lse != nullptr;
+  if (lse && reinterpret_cast<std::uintptr_t>(o.row_lse) % alignof(float) != 0)
     return option_rule::row_lse_misaligned;
   if (o.empty != empty_rows::nan && o.empty != empty_rows::zero)
     return option_rule::bad_empty_rows;
+  if (rows == 0) return option_rule::ok;
+  const std::uint64_t row_floats = static_cast<std::uint64_t>(rows) * sizeof(float);
+  const auto meets = [&](void const* p, tensor_arg const& x) {
+    return ranges_meet(reinterpret_cast<std::uintptr_t>(p), row_floats,
+                       reinterpret_cast<std::uintptr_t>(x.ptr),
+                       (static_cast<std::uint64_t>(rows - 1) * static_cast<std::uint64_t>(x.stride) +
+                        static_cast<std::uint64_t>(cols)) *
+                           elem_size);
+  };
+  for (std::size_t i = 0; i < N; ++i) {
+    if (o.row_scale != nullptr && t[i].output && meets(o.row_scale, t[i]))
+      return option_rule::row_scale_overlaps;
+    if (lse && meets(o.row_lse, t[i])) return option_rule::row_lse_overlaps;
+  }
+  if (lse && o.row_scale != nullptr &&
+      ranges_meet(reinterpret_cast<std::uintptr_t>(o.row_lse), row_floats,
+                  reinterpret_cast<std::uintptr_t>(o.row_scale), row_floats))
+    return option_rule::row_lse_overlaps;
   return option_rule::ok;
+}
+
+/// check_options for a call (fused_forward_call, fused_backward_call).
+template <class Call>
+option_rule check_call_options(Call const& call) noexcept {
+  return check_options(call.options, Call::op::dir, call.tensors,
+                       sizeof(typename Call::op::value_type), call.args.rows, call.args.cols);
 }
 
 inline const char* explain_options(option_rule r, softmax_options const& o) noexcept {
@@ -56,6 +89,14 @@ inline const char* explain_options(option_rule r, softmax_options const& o) noex
     case option_rule::bad_empty_rows:
       std::snprintf(b, n, "options.empty (%d) is not an empty_rows value",
                     static_cast<int>(o.empty));
+      break;
+    case option_rule::row_scale_overlaps:
+      std::snprintf(b, n, "options.row_scale (%p) shares memory with the output",
+                    static_cast<void const*>(o.row_scale));
+      break;
+    case option_rule::row_lse_overlaps:
+      std::snprintf(b, n, "options.row_lse (%p) shares memory with a tensor or options.row_scale",
+                    static_cast<void const*>(o.row_lse));
       break;
   }
   return b;
@@ -101,21 +142,29 @@ struct fused_backward_call {
 template <class Call>
 cudaError_t launch_fused(Call const& call, void* workspace, std::size_t* workspace_bytes,
                          cudaStream_t stream) noexcept {
-  if (check_options(call.options, Call::op::dir) != option_rule::ok) return cudaErrorInvalidValue;
+  if (check_args(call.tensors, sizeof(typename Call::op::value_type), call.args.rows,
+                 call.args.cols)
+              .rule == arg_rule::ok &&
+      check_call_options(call) != option_rule::ok)
+    return cudaErrorInvalidValue;
   return launch_call(call, workspace, workspace_bytes, stream);
 }
 
 template <class Call>
 cudaError_t fused_plan(Call const& call, bool with_workspace, plan* out) noexcept {
   if (out == nullptr) return cudaErrorInvalidValue;
-  if (check_options(call.options, Call::op::dir) != option_rule::ok) return cudaErrorInvalidValue;
+  if (check_args(call.tensors, sizeof(typename Call::op::value_type), call.args.rows,
+                 call.args.cols)
+              .rule == arg_rule::ok &&
+      check_call_options(call) != option_rule::ok)
+    return cudaErrorInvalidValue;
   return checked_plan(call, with_workspace, out);
 }
 
 template <class Call>
 const char* explain_fused(Call const& call) noexcept {
   if (const char* why = explain_tensors(call)) return why;
-  return explain_options(check_options(call.options, Call::op::dir), call.options);
+  return explain_options(check_call_options(call), call.options);
 }
 
 }  // namespace detail

@@ -104,14 +104,17 @@ cudaError_t launch_call(Call const& call, void* workspace, std::size_t* workspac
 ///                      16-byte vectors are used when x and y rows are equally aligned)
 /// @param x_row_stride  elements between row starts of x, >= cols
 /// @param y             output, device memory; `y == x` with equal strides is allowed
-///                      (in place); other overlaps are not
+///                      (in place); otherwise y may not share memory with x (decided exactly
+///                      for equal strides, so interleaved rows pass; by address range for
+///                      unequal ones)
 /// @param y_row_stride  elements between row starts of y, >= cols
 /// @param rows          rows >= 0; 0 is a successful no-op
 /// @param cols          cols >= 1 (when rows > 0)
 /// @param stream        the stream the kernel is enqueued on
 /// @return cudaSuccess; cudaErrorInvalidValue for bad arguments (null pointer, misaligned
 ///         pointer, negative size, cols == 0, stride < cols, offsets overflowing int64, in-place
-///         with unequal strides), in which case nothing is launched or written; or the error of
+///         with unequal strides, an output overlapping an input otherwise), in which case nothing
+///         is launched or written; or the error of
 ///         the launch. Special values follow torch.softmax: a NaN or +inf in a row makes the
 ///         whole row NaN; a row of only -inf is NaN; -inf elements of other rows give 0.
 ///

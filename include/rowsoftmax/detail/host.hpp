@@ -41,6 +41,7 @@ enum class arg_rule : unsigned char {
   stride_below_cols,  ///< a tensor's row stride is smaller than cols
   offset_overflow,    ///< a tensor's last element lies beyond the int64 byte range
   in_place_stride,    ///< an output is an input (in place) with another row stride
+  overlap,            ///< an output shares bytes with an input without being it (in place)
 };
 
 /// The outcome of `check_args`: the rule broken and the tensors it concerns (indices into the
@@ -52,10 +53,48 @@ struct arg_check {
   int other = -1;
 };
 
+/// Whether the bytes [a, a + la) and [b, b + lb) intersect (no overflow for any addresses).
+inline bool ranges_meet(std::uintptr_t a, std::uint64_t la, std::uintptr_t b,
+                        std::uint64_t lb) noexcept {
+  return b >= a ? b - a < la : a - b < lb;
+}
+
+/// Whether two tensors of `rows` rows of `row_bytes` bytes, their rows `step` bytes apart in
+/// both (step >= row_bytes), share a byte: some rows i, j with |(b - a) + (j - i) step| <
+/// row_bytes. Exact, in constant time: only the two multiples of `step` nearest the distance
+/// can bring a row within reach.
+inline bool strided_rows_meet(std::uintptr_t a, std::uintptr_t b, std::int64_t rows,
+                              std::uint64_t row_bytes, std::uint64_t step) noexcept {
+  const std::uint64_t d = b >= a ? b - a : a - b;  // by symmetry, the distance
+  const std::uint64_t last = static_cast<std::uint64_t>(rows - 1);
+  const std::uint64_t m = d / step;  // rows below or at the distance
+  if (m >= last) return d - last * step < row_bytes;
+  return d - m * step < row_bytes || (m + 1) * step - d < row_bytes;
+}
+
+/// Whether tensors `x` and `y` of the call share a byte: exactly where their strides are equal
+/// (interleaved rows that share nothing pass), conservatively where they differ (the address
+/// ranges from the first row's start to the last row's end).
+inline bool tensors_meet(tensor_arg const& x, tensor_arg const& y, std::size_t elem_size,
+                         std::int64_t rows, std::int64_t cols) noexcept {
+  const auto a = reinterpret_cast<std::uintptr_t>(x.ptr);
+  const auto b = reinterpret_cast<std::uintptr_t>(y.ptr);
+  const std::uint64_t e = elem_size, row_bytes = static_cast<std::uint64_t>(cols) * e;
+  if (x.stride == y.stride && rows > 1)
+    return strided_rows_meet(a, b, rows, row_bytes, static_cast<std::uint64_t>(x.stride) * e);
+  const auto extent = [&](std::int64_t stride) {
+    return (static_cast<std::uint64_t>(rows - 1) * static_cast<std::uint64_t>(stride) +
+            static_cast<std::uint64_t>(cols)) *
+           e;
+  };
+  return ranges_meet(a, extent(x.stride), b, extent(y.stride));
+}
+
 /// Checks a call's arguments; never touches the device. Rules: rows, cols >= 0; rows == 0 is a
 /// no-op; otherwise cols >= 1, every pointer non-null and aligned to its element, every stride >=
-/// cols, the last element's byte offset representable in int64, and an output that is the same
-/// pointer as an input has the same stride (in-place).
+/// cols, the last element's byte offset representable in int64, an output that is the same
+/// pointer as an input has the same stride (in-place), and an output that is not an input shares
+/// no byte with one (tensors_meet: exact for equal strides, by address ranges otherwise).
 template <std::size_t N>
 inline arg_check check_args(tensor_arg const (&t)[N], std::size_t elem_size, std::int64_t rows,
                             std::int64_t cols) noexcept {
@@ -71,13 +110,19 @@ inline arg_check check_args(tensor_arg const (&t)[N], std::size_t elem_size, std
     if (reinterpret_cast<std::uintptr_t>(t[i].ptr) % elem_size != 0)
       return {arg_rule::misaligned, k};
     if (t[i].stride < cols) return {arg_rule::stride_below_cols, k};
-    // (rows - 1) * stride + cols <= max_elems, without overflowing.
-    if ((rows - 1) > (max_elems - cols) / t[i].stride) return {arg_rule::offset_overflow, k};
+    // (rows - 1) * stride + cols <= max_elems, without overflowing (a row alone may not fit).
+    if (cols > max_elems || (rows - 1) > (max_elems - cols) / t[i].stride)
+      return {arg_rule::offset_overflow, k};
   }
   for (std::size_t i = 0; i < N; ++i)
     for (std::size_t j = 0; j < N; ++j)
       if (i != j && t[i].output && t[i].ptr == t[j].ptr && t[i].stride != t[j].stride)
         return {arg_rule::in_place_stride, static_cast<int>(i), static_cast<int>(j)};
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = 0; j < N; ++j)
+      if (i != j && t[i].output && !t[j].output && t[i].ptr != t[j].ptr &&
+          tensors_meet(t[i], t[j], elem_size, rows, cols))
+        return {arg_rule::overlap, static_cast<int>(i), static_cast<int>(j)};
   return {};
 }
 
@@ -144,6 +189,16 @@ const char* explain_args(arg_check c, char const* const (&names)[N], tensor_arg 
                     "%s is %s (in place) but %s_row_stride (%lld) differs from %s_row_stride "
                     "(%lld); in place needs equal strides",
                     name, names[c.other], name, ll(stride), names[c.other], ll(t[c.other].stride));
+      break;
+    case arg_rule::overlap:
+      std::snprintf(b, n,
+                    "%s (%p, row stride %lld) shares memory with %s (%p, row stride %lld) without "
+                    "being it: an output may be an input (in place: the same pointer and stride) "
+                    "but not overlap one otherwise%s",
+                    name, t[c.tensor].ptr, ll(stride), names[c.other], t[c.other].ptr,
+                    ll(t[c.other].stride),
+                    stride == t[c.other].stride ? ""
+                                                : " (unequal strides: checked by address range)");
       break;
   }
   return b;
