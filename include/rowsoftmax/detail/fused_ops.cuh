@@ -33,15 +33,46 @@ __device__ inline float logit(float s, float x) {
   return x == neg_inf ? neg_inf : s * x;
 }
 
-/// exp(logit(k, x) - shift) for an exp functor `E` of exp(x - shift) (shifted_exp or fused_exp).
-template <class E>
+/// exp(k * x - shift) for an exp functor `E` of exp(x - shift) (shifted_exp or fused_exp);
+/// `Masked`: exp(logit(k, x) - shift), for slots not made ready by prepare_slots.
+template <class E, bool Masked = false>
 struct scaled_exp {
   E e;
   float k;
   float scale;
   __device__ scaled_exp(E const& exp, float factor) : e(exp), k(factor), scale(exp.scale) {}
-  __device__ float operator()(float x) const { return e(logit(k, x)); }
+  __device__ float operator()(float x) const { return e(Masked ? logit(k, x) : k * x); }
 };
+
+/// 16-bit slots of x made ready, once a load, for the plain product: the scale returned, `s`
+/// times each slot being the element's logit. Where s > 0 (or NaN, which makes the row NaN either
+/// way) nothing changes; where s < 0, -inf becomes +inf (s * +inf = -inf); where s = 0, finite
+/// elements become 0, infinite ones and NaN NaN, -inf stays, and the scale 1. So the fold and
+/// the store multiply without logit's select an element, which spills the 16-bit register tiers
+/// at their bound.
+template <class T, int V, int N>
+__device__ inline float prepare_slots(vec_t<T, V> (&v)[N], float s) {
+  if (!(s <= 0.0f)) return s;
+  const bool zero = s == 0.0f;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    float y[V];
+#pragma unroll
+    for (int l = 0; l < V; ++l) {
+      const float x = v[k].at(l);
+      y[l] = x == neg_inf ? (zero ? neg_inf : -neg_inf) : zero ? x - x : x;
+    }
+    v[k] = vec_t<T, V>::round(y);  // exact: each value is x, 0, an infinity or NaN
+  }
+  return zero ? 1.0f : s;
+}
+
+/// The max of s * x over prepared slots (prepare_slots): s times their max, or their min where
+/// s < 0 (rounding is monotonic), compared packed.
+template <class T, int V>
+__device__ inline float prepared_max(vec_t<T, V> const& v, float s) {
+  return s < 0.0f ? s * v.min() : s * v.max();
+}
 
 /// Stores `v` at `p` in global memory, said so: in the tiled kernel, whose rows are written to
 /// shared memory, nvcc 13.0 otherwise takes the row LSE's generic pointer for a shared one.
@@ -145,9 +176,9 @@ struct fused_forward_op {
         f.m = fmaxf(f.m, f.v[k].max());
       }
     } else {
-      f.s = s;
+      f.s = prepare_slots(f.v, s);
 #pragma unroll
-      for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, scaled_max(f.v[k], s));
+      for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, prepared_max(f.v[k], f.s));
     }
   }
   template <int V, int N, class Hint = no_hint>
@@ -210,7 +241,6 @@ struct fused_forward_op {
   template <bool OneStore = false, int V, int N, class Hint = no_hint>
   __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
                                partial total, Hint hint = {}) {
-    if (w.cols > 0) put_lse(a.p, a.row_base + w.row, w.first, total);
     const row_out o = out_of(a.p, total);
     // fp32 softmax: the slots hold exp(z - m_thread); y = that * exp(m_thread - M) / S.
     const float keep_scale = keeps_exp ? exp_diff(f.m, o.shift) * o.inv : 0.0f;
@@ -225,12 +255,15 @@ struct fused_forward_op {
             if constexpr (std::is_same_v<T, float>) {
               return x.at(l);
             } else {
-              return logit(f.s, x.at(l));
+              return f.s * x.at(l);  // prepared slots (prepare_slots)
             }
           },
           keep_scale);
     }
     store_windows<OneStore>(a.y + w.row * a.y_stride, w, out, hint);
+    // After the row's stores: written before them, the LSE's address stays live across the
+    // output loop and spills the 16-bit one-CTA kernels.
+    if (w.cols > 0) put_lse(a.p, a.row_base + w.row, w.first, total);
   }
 
   // The staged tiers (staged_share) fold and store windows of x from shared memory through
@@ -249,7 +282,7 @@ struct fused_forward_op {
   }
   template <int V, int N, class E>
   __device__ static float exp_sum_of(vec_t<T, V> (&v)[N], E const& e, row_state const& r) {
-    return plain::template exp_sum<false>(v, scaled_exp(e, r.s));
+    return plain::template exp_sum<false>(v, scaled_exp<E, true>(e, r.s));
   }
   /// Window x's outputs given the row's total (`e`: exp(x - shift), `inv`: 1 / S, as the staged
   /// store makes them for plain rows).
@@ -260,7 +293,7 @@ struct fused_forward_op {
       return out_window<V>(out_of(r.p, total), [&](int l) { return logit(r.s, x.at(l)); }, 0.0f);
     } else {
       const bool zero = r.p.zero_empty && total.s == 0.0f;
-      return plain::normalized(x, scaled_exp(e, r.s), zero ? 0.0f : inv);
+      return plain::normalized(x, scaled_exp<E, true>(e, r.s), zero ? 0.0f : inv);
     }
   }
   /// The row's log-sum-exp, by the one thread the staged tier asks.

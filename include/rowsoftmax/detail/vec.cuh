@@ -103,6 +103,29 @@ struct alignas(sizeof(T) * V) vec_t {
     }
   }
 
+  /// Min over the elements as float (fminf's NaN rule); 16-bit pairs compared packed. The max
+  /// of the logits s * x of a vector where s < 0 (the fused ops).
+  __device__ float min() const {
+    if constexpr (per_word == 1) {
+      float m = at(0);
+#pragma unroll
+      for (int l = 1; l < V; ++l) m = fminf(m, at(l));
+      return m;
+    } else {
+      std::uint32_t m = w[0];
+#pragma unroll
+      for (int i = 1; i < words; ++i) {
+        if constexpr (std::is_same_v<T, __half>) {
+          asm("min.f16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(w[i]));
+        } else {
+          asm("min.bf16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(w[i]));
+        }
+      }
+      return fminf(to_float(bits_as<T>(static_cast<std::uint16_t>(m))),
+                   to_float(bits_as<T>(static_cast<std::uint16_t>(m >> 16))));
+    }
+  }
+
   /// The vector of the elements `x`.
   __device__ static vec_t of(T const (&x)[V]) {
     vec_t r;
