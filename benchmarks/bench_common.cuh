@@ -168,6 +168,35 @@ struct forced_config {
   }
 };
 
+/// Reports one benchmark's timing: `bytes` moved in `us` (one launch, synchronized) and `b2b_us`
+/// (back to back, 0: not timed so) as Google Benchmark counters and as the summary's result
+/// `r`, labelled with the plan `pl` and the summary's `note` on it.
+template <class T>
+void report(benchmark::State& state, result& r, direction dir, plan const& pl,
+            std::string const& note, std::int64_t rows, std::int64_t cols, double bytes, double us,
+            double b2b_us) {
+  const double tbps = us > 0 ? bytes / (us * 1e-6) / 1e12 : 0;
+  const double b2b_tbps = b2b_us > 0 ? bytes / (b2b_us * 1e-6) / 1e12 : 0;
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+  state.SetLabel(to_string(pl));
+  state.counters["median_us"] = us;
+  state.counters["TBps"] = tbps;
+  state.counters["pct_copy"] = 100.0 * tbps / copy_bandwidth().synchronized;
+  if (b2b_us > 0) {
+    state.counters["b2b_us"] = b2b_us;
+    state.counters["b2b_pct_copy"] = 100.0 * b2b_tbps / copy_bandwidth().back_to_back;
+  }
+  r = {dir == direction::forward ? "forward" : "backward",
+       dtype_name<T>(),
+       to_string(pl) + note,
+       rows,
+       cols,
+       us,
+       tbps,
+       b2b_us,
+       b2b_tbps};
+}
+
 /// One benchmark: forward (2 tensors moved) or backward (3) of rows x cols; `workspace`: the
 /// launchers with a workspace (allocated once, outside the timing); `queued`: see time_launches.
 /// Timed both per launch (time_launches) and, unless queued, back to back (time_back_to_back).
@@ -262,27 +291,10 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
   if (ws) check(cudaFree(ws), "workspace");
   const double bytes =
       static_cast<double>(dir == direction::forward ? 2 : 3) * rows * cols * sizeof(T);
-  const double tbps = us > 0 ? bytes / (us * 1e-6) / 1e12 : 0;
-  const double b2b_tbps = b2b_us > 0 ? bytes / (b2b_us * 1e-6) / 1e12 : 0;
-  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
-  state.SetLabel(to_string(pl));
-  state.counters["median_us"] = us;
-  state.counters["TBps"] = tbps;
-  state.counters["pct_copy"] = 100.0 * tbps / copy_bandwidth().synchronized;
-  if (b2b_us > 0) {
-    state.counters["b2b_us"] = b2b_us;
-    state.counters["b2b_pct_copy"] = 100.0 * b2b_tbps / copy_bandwidth().back_to_back;
-  }
-  r = {dir == direction::forward ? "forward" : "backward",
-       dtype_name<T>(),
-       to_string(pl) + (forced.config >= 0 || forced.overrides_plan() ? " [forced]" : "") +
-           (queued ? " [queued]" : ""),
-       rows,
-       cols,
-       us,
-       tbps,
-       b2b_us,
-       b2b_tbps};
+  report<T>(state, r, dir, pl,
+            std::string(forced.config >= 0 || forced.overrides_plan() ? " [forced]" : "") +
+                (queued ? " [queued]" : ""),
+            rows, cols, bytes, us, b2b_us);
 }
 
 /// A fused call's variant in the benchmark: log-softmax (options at their defaults), or softmax
@@ -290,8 +302,8 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
 enum class fused_variant { log, scaled };
 
 /// One fused benchmark, planned: forward or backward of rows x cols through the fused launchers
-/// (`workspace`: their workspace overloads), timed as softmax_benchmark; the bytes count the per-row
-/// scales read and the log-sum-exp written.
+/// (`workspace`: their workspace overloads), timed as softmax_benchmark; the bytes count the
+/// per-row scales read and the log-sum-exp written.
 template <class T>
 void fused_benchmark(benchmark::State& state, std::string const& name, direction dir,
                      fused_variant variant, std::int64_t rows, std::int64_t cols,
@@ -304,9 +316,9 @@ void fused_benchmark(benchmark::State& state, std::string const& name, direction
   float* row_floats = nullptr;  // per-row scales, then the log-sum-exp
   check(cudaMalloc(&row_floats, 2 * static_cast<std::size_t>(rows) * sizeof(float)), "rows");
   const std::vector<float> scales(static_cast<std::size_t>(rows), 0.75f);
-  check(cudaMemcpy(row_floats, scales.data(), scales.size() * sizeof(float),
-                   cudaMemcpyHostToDevice),
-        "row scales");
+  check(
+      cudaMemcpy(row_floats, scales.data(), scales.size() * sizeof(float), cudaMemcpyHostToDevice),
+      "row scales");
   softmax_options o;
   if (variant == fused_variant::scaled) {
     o.scale = 1.25f;
@@ -348,26 +360,7 @@ void fused_benchmark(benchmark::State& state, std::string const& name, direction
       variant == fused_variant::scaled ? (dir == direction::forward ? 8.0 : 4.0) * rows : 0.0;
   const double bytes =
       static_cast<double>(dir == direction::forward ? 2 : 3) * rows * cols * sizeof(T) + row_bytes;
-  const double tbps = us > 0 ? bytes / (us * 1e-6) / 1e12 : 0;
-  const double b2b_tbps = b2b_us > 0 ? bytes / (b2b_us * 1e-6) / 1e12 : 0;
-  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
-  state.SetLabel(to_string(pl));
-  state.counters["median_us"] = us;
-  state.counters["TBps"] = tbps;
-  state.counters["pct_copy"] = 100.0 * tbps / copy_bandwidth().synchronized;
-  if (b2b_us > 0) {
-    state.counters["b2b_us"] = b2b_us;
-    state.counters["b2b_pct_copy"] = 100.0 * b2b_tbps / copy_bandwidth().back_to_back;
-  }
-  r = {dir == direction::forward ? "forward" : "backward",
-       dtype_name<T>(),
-       to_string(pl) + (log ? " [log]" : " [scaled]"),
-       rows,
-       cols,
-       us,
-       tbps,
-       b2b_us,
-       b2b_tbps};
+  report<T>(state, r, dir, pl, log ? " [log]" : " [scaled]", rows, cols, bytes, us, b2b_us);
 }
 
 /// Registers the sweeps for one element type (defined in bench_<type>.cu).
@@ -605,11 +598,10 @@ void register_type() {
         if (rows * cols * static_cast<std::int64_t>(sizeof(T)) >
             static_cast<std::int64_t>(pool::bytes))
           continue;
-        const std::string name = std::string("fused/") +
-                                 (variant == fused_variant::log ? "log/" : "scaled/") +
-                                 (dir == direction::forward ? "forward/" : "backward/") +
-                                 dtype_name<T>() + (long_row ? "/long/workspace" : "") +
-                                 "/cols:" + std::to_string(cols);
+        const std::string name =
+            std::string("fused/") + (variant == fused_variant::log ? "log/" : "scaled/") +
+            (dir == direction::forward ? "forward/" : "backward/") + dtype_name<T>() +
+            (long_row ? "/long/workspace" : "") + "/cols:" + std::to_string(cols);
         register_timed(name, [=](benchmark::State& s) {
           fused_benchmark<T>(s, name, dir, variant, rows, cols, long_row);
         });

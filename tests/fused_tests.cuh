@@ -241,7 +241,8 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
           rng gr(row_seeds[static_cast<std::size_t>(r)]);
           for (auto& l : z) l = gr.uniform() * 16 - 8;
           if (kind == fill::special && r % 4 == 1)
-            z[static_cast<std::size_t>(gr.below(s.cols))] = -std::numeric_limits<double>::infinity();
+            z[static_cast<std::size_t>(gr.below(s.cols))] =
+                -std::numeric_limits<double>::infinity();
           reference_fused_forward(z, c.log, empty_rows::nan, p);
           for (std::int64_t j = 0; j < s.cols; ++j)
             y[static_cast<std::size_t>(s.in_offset + r * in_s + j)] =
@@ -322,18 +323,13 @@ class Fused : public ::testing::Test {
 };
 TYPED_TEST_SUITE_P(Fused);
 
-inline std::uint64_t fused_seed(std::int64_t a, std::int64_t b, std::int64_t c = 0) {
-  return static_cast<std::uint64_t>(a) * 1000003u + static_cast<std::uint64_t>(b) * 10007u +
-         static_cast<std::uint64_t>(c) + 91u;
-}
-
 /// The cases a shape runs: each feature alone and together, both directions' ops.
 inline std::vector<fused_case> fused_cases() {
   return {
       {false, 1.0f, false, true, empty_rows::nan},   // plain softmax through the fused kernels
       {true, 1.0f, false, true, empty_rows::nan},    // log-softmax
       {false, 0.37f, true, true, empty_rows::zero},  // temperature and per-row scales
-      {true, -1.5f, false, true, empty_rows::zero},   // negative scale, log
+      {true, -1.5f, false, true, empty_rows::zero},  // negative scale, log
       {true, 2.0f, true, true, empty_rows::nan},
       {false, 0.0f, false, true, empty_rows::nan},  // uniform rows
   };
@@ -359,14 +355,15 @@ TYPED_TEST_P(Fused, EveryTierPlanned) {
   const std::int64_t table[] = {1, 7, 33, 130, 1000, 4097, 20000, 50257, 131072, 300001};
   const auto cases = fused_cases();
   for (std::int64_t cols : table)
-    for (std::int64_t rows : {std::int64_t{3}, cols <= 1000 ? std::int64_t{517} : std::int64_t{0}}) {
+    for (std::int64_t rows :
+         {std::int64_t{3}, cols <= 1000 ? std::int64_t{517} : std::int64_t{0}}) {
       if (rows == 0) continue;
       const auto ls = fused_layouts<T>(rows, cols);
       for (std::size_t i = 0; i < cases.size(); ++i) {
         const shape s = ls[i % ls.size()];
-        check_fused_forward<T>(s, cases[i], fused_seed(cols, rows, static_cast<std::int64_t>(i)));
+        check_fused_forward<T>(s, cases[i], seed_of(cols, rows, static_cast<std::int64_t>(i)));
         check_fused_backward<T>(s, cases[i],
-                                fused_seed(cols, rows, static_cast<std::int64_t>(i) + 50));
+                                seed_of(cols, rows, static_cast<std::int64_t>(i) + 50));
       }
     }
   // Split rows with a workspace, and rows past a cluster in place (streaming).
@@ -375,18 +372,17 @@ TYPED_TEST_P(Fused, EveryTierPlanned) {
   for (std::int64_t cols : {std::int64_t{600001}, (std::int64_t{1} << 20) + 3})
     for (std::size_t i = 0; i < cases.size(); i += 2) {
       const shape s = fused_layouts<T>(3, cols)[i / 2 % 2];
-      check_fused_forward<T>(s, cases[i], fused_seed(cols, 3, static_cast<std::int64_t>(i)),
+      check_fused_forward<T>(s, cases[i], seed_of(cols, 3, static_cast<std::int64_t>(i)),
                              fill::random, with_workspace);
-      check_fused_forward<T>(s, cases[i + 1],
-                             fused_seed(cols, 3, static_cast<std::int64_t>(i) + 1));
-      check_fused_backward<T>(s, cases[i + 1],
-                              fused_seed(cols, 3, static_cast<std::int64_t>(i) + 7), fill::random,
-                              with_workspace);
+      check_fused_forward<T>(s, cases[i + 1], seed_of(cols, 3, static_cast<std::int64_t>(i) + 1));
+      check_fused_backward<T>(s, cases[i + 1], seed_of(cols, 3, static_cast<std::int64_t>(i) + 7),
+                              fill::random, with_workspace);
       shape in_place = s;
       in_place.in_place = true;
-      check_fused_forward<T>(in_place, cases[i], fused_seed(cols, 3, static_cast<std::int64_t>(i) + 9));
+      check_fused_forward<T>(in_place, cases[i],
+                             seed_of(cols, 3, static_cast<std::int64_t>(i) + 9));
       check_fused_backward<T>(in_place, cases[i],
-                              fused_seed(cols, 3, static_cast<std::int64_t>(i) + 11));
+                              seed_of(cols, 3, static_cast<std::int64_t>(i) + 11));
     }
 }
 
@@ -401,10 +397,9 @@ TYPED_TEST_P(Fused, SpecialValuesAndEmptyRows) {
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const shape s = fused_layouts<T>(16, cols)[i % 3];
       const auto& launch = cols > 500000 ? with_workspace : fused_launcher<T>{};
-      check_fused_forward<T>(s, cases[i], fused_seed(cols, 16, static_cast<std::int64_t>(i) + 20),
+      check_fused_forward<T>(s, cases[i], seed_of(cols, 16, static_cast<std::int64_t>(i) + 20),
                              fill::special, launch);
-      check_fused_backward<T>(s, cases[i],
-                              fused_seed(cols, 16, static_cast<std::int64_t>(i) + 30),
+      check_fused_backward<T>(s, cases[i], seed_of(cols, 16, static_cast<std::int64_t>(i) + 30),
                               fill::special, launch);
     }
 }
@@ -430,8 +425,9 @@ TYPED_TEST_P(Fused, EveryConfigurationThatHoldsTheRow) {
         const std::int64_t windows = detail::row_windows(k, layout, cols);
         const std::int64_t fewest = std::max<std::int64_t>(
             2, detail::ceil_div(windows, detail::window_capacity(k, layout.vec, sizeof(T), 1)));
-        const std::int64_t n =
-            k.algo == algorithm::staged ? std::min<std::int64_t>(fewest, 16) : k.clustered ? fewest : 1;
+        const std::int64_t n = k.algo == algorithm::staged ? std::min<std::int64_t>(fewest, 16)
+                               : k.clustered               ? fewest
+                                                           : 1;
         if (n > 16) continue;
         plan p = detail::make_plan(c, layout, s.rows, windows, sizeof(T), int(n));
         if (k.algo == algorithm::streaming) p.stash_tiles = 1;
@@ -447,9 +443,9 @@ TYPED_TEST_P(Fused, EveryConfigurationThatHoldsTheRow) {
         SCOPED_TRACE("config " + std::to_string(c) + ": " + to_string(p));
         const fused_case& fc = cases[static_cast<std::size_t>(turn++) % cases.size()];
         if (detail::has_kernel(c, direction::forward, layout.vec, sizeof(T)))
-          check_fused_forward<T>(s, fc, fused_seed(cols, c, 61), fill::random, forced);
+          check_fused_forward<T>(s, fc, seed_of(cols, c, 61), fill::random, forced);
         if (detail::has_kernel(c, direction::backward, layout.vec, sizeof(T)))
-          check_fused_backward<T>(s, fc, fused_seed(cols, c, 62), fill::random, forced);
+          check_fused_backward<T>(s, fc, seed_of(cols, c, 62), fill::random, forced);
       }
     }
 }
@@ -537,10 +533,10 @@ TYPED_TEST_P(Fused, SanitizerSubset) {
   for (std::int64_t cols : {33, 20000, 300001}) {
     shape s = fused_layouts<T>(3, cols)[1];
     s.guard = 0;
-    check_fused_forward<T>(s, cases[1], fused_seed(cols, 70));
-    check_fused_forward<T>(s, cases[2], fused_seed(cols, 71));
-    check_fused_backward<T>(s, cases[1], fused_seed(cols, 72));
-    check_fused_backward<T>(s, cases[2], fused_seed(cols, 73));
+    check_fused_forward<T>(s, cases[1], seed_of(cols, 70));
+    check_fused_forward<T>(s, cases[2], seed_of(cols, 71));
+    check_fused_backward<T>(s, cases[1], seed_of(cols, 72));
+    check_fused_backward<T>(s, cases[2], seed_of(cols, 73));
   }
 }
 

@@ -40,6 +40,12 @@ inline ::testing::AssertionResult cuda_ok(cudaError_t e, const char* what) {
 }
 #define ROWSOFTMAX_CUDA_OK(expr) ASSERT_TRUE(::rowsoftmax::test::cuda_ok((expr), #expr))
 
+/// A test's seed from its case's numbers.
+inline std::uint64_t seed_of(std::int64_t a, std::int64_t b, std::int64_t c = 0) {
+  return static_cast<std::uint64_t>(a) * 1000003u + static_cast<std::uint64_t>(b) * 10007u +
+         static_cast<std::uint64_t>(c) + 17u;
+}
+
 /// Runs f(begin, end) over [0, n) on the host's cores, one contiguous range a core, each of at
 /// least `grain` items (fewer threads for little work; none but the caller's for one range).
 inline void parallel_rows(std::int64_t n, std::function<void(std::int64_t, std::int64_t)> const& f,

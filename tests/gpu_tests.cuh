@@ -20,11 +20,6 @@ class Gpu : public ::testing::Test {
 };
 TYPED_TEST_SUITE_P(Gpu);
 
-inline std::uint64_t seed_of(std::int64_t a, std::int64_t b, std::int64_t c = 0) {
-  return static_cast<std::uint64_t>(a) * 1000003u + static_cast<std::uint64_t>(b) * 10007u +
-         static_cast<std::uint64_t>(c) + 17u;
-}
-
 template <class T>
 constexpr std::int64_t vec_of() {
   return 16 / sizeof(T);

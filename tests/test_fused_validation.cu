@@ -20,7 +20,9 @@ T* fake(std::uintptr_t addr) {
 
 constexpr cudaError_t bad = cudaErrorInvalidValue;
 
-std::string why(const char* s) { return s ? s : "(accepted)"; }
+std::string why(const char* s) {
+  return s ? s : "(accepted)";
+}
 
 rowsoftmax::softmax_options with_scale(float s) {
   rowsoftmax::softmax_options o;
@@ -34,9 +36,11 @@ TEST(FusedValidation, OptionsAreCheckedAndExplained) {
   float* x = fake<float>(0x10000);
   float* y = fake<float>(0x20000);
   const float inf = std::numeric_limits<float>::infinity();
-  rowsoftmax::softmax_options bad_options[5] = {with_scale(inf), with_scale(-inf),
+  rowsoftmax::softmax_options bad_options[5] = {with_scale(inf),
+                                                with_scale(-inf),
                                                 with_scale(std::numeric_limits<float>::quiet_NaN()),
-                                                {}, {}};
+                                                {},
+                                                {}};
   bad_options[3].row_scale = fake<float const>(0x30002);
   bad_options[4].row_lse = fake<float>(0x30001);
   const char* rules[5] = {"options.scale (inf) is not finite", "options.scale (-inf) is not finite",

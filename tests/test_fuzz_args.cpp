@@ -35,7 +35,9 @@ struct splitmix {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   }
-  std::int64_t below(std::int64_t n) { return static_cast<std::int64_t>(next() % std::uint64_t(n)); }
+  std::int64_t below(std::int64_t n) {
+    return static_cast<std::int64_t>(next() % std::uint64_t(n));
+  }
   bool chance(int percent) { return below(100) < percent; }
 };
 
@@ -83,9 +85,9 @@ call draw_call(splitmix& g) {
   c.rows = g.chance(70) ? 1 + g.below(40) : draw_size(g);
   c.cols = g.chance(70) ? 1 + g.below(40) : draw_size(g);
   const std::int64_t e = static_cast<std::int64_t>(c.elem);
-  const std::int64_t base_stride =
-      g.chance(80) && c.cols > 0 && c.cols < (int64_max >> 2) ? c.cols + g.below(4) * g.below(3)
-                                                             : draw_size(g);
+  const std::int64_t base_stride = g.chance(80) && c.cols > 0 && c.cols < (int64_max >> 2)
+                                       ? c.cols + g.below(4) * g.below(3)
+                                       : draw_size(g);
   // The first tensor somewhere in a 48-bit address space, or at an edge of the 64-bit one.
   std::uint64_t base = g.chance(90) ? (g.next() & 0x0000ffffffff0000ull) + 0x10000
                                     : ~std::uint64_t{0} - (g.next() & 0xffff);
@@ -104,11 +106,13 @@ call draw_call(splitmix& g) {
           x.stride = g.chance(80) ? c.t[0].stride : x.stride;
           break;
         case 1:  // a few elements (or bytes) away: partial overlap, or just beside
-          p = base + static_cast<std::uint64_t>(g.below(3 * (c.cols > 0 && c.cols < 100 ? c.cols : 8)) *
-                                                (g.chance(90) ? e : 1));
+          p = base +
+              static_cast<std::uint64_t>(g.below(3 * (c.cols > 0 && c.cols < 100 ? c.cols : 8)) *
+                                         (g.chance(90) ? e : 1));
           break;
         case 2:  // interleaved rows: a column block further, the same stride
-          p = base + static_cast<std::uint64_t>((c.cols > 0 && c.cols < (int64_max >> 8) ? c.cols : 1) * e);
+          p = base + static_cast<std::uint64_t>(
+                         (c.cols > 0 && c.cols < (int64_max >> 8) ? c.cols : 1) * e);
           x.stride = c.t[0].stride;
           break;
         case 3:  // just past the first tensor's last row, or a row earlier
@@ -208,9 +212,9 @@ TEST(ArgumentFuzz, ChecksAgreeWithTheContract) {
   const char* env_seed = std::getenv("ROWSOFTMAX_FUZZ_SEED");
   const double seconds = env_s ? std::atof(env_s) : 5.0;
   const std::uint64_t seed =
-      env_seed ? std::strtoull(env_seed, nullptr, 0)
-               : static_cast<std::uint64_t>(
-                     std::chrono::steady_clock::now().time_since_epoch().count());
+      env_seed
+          ? std::strtoull(env_seed, nullptr, 0)
+          : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   std::printf("argument fuzz: seed %llu (ROWSOFTMAX_FUZZ_SEED=%llu reproduces), %.0f s\n",
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed),
               seconds);
@@ -268,15 +272,14 @@ TEST(ArgumentFuzz, OverlapByStrideKind) {
                                  {p(0x10000 + cols * 4), 2 * cols + 1, true}};
   EXPECT_EQ(rowsoftmax::detail::check_args(unequal, 4, rows, cols).rule, arg_rule::overlap);
   // Backward: dx over part of y is refused; dx == y (in place) is not.
-  const tensor_arg partial[3] = {{p(0x100000), cols, false},
-                                 {p(0x200000), cols, false},
-                                 {p(0x200000 + 4 * 4), cols, true}};
+  const tensor_arg partial[3] = {
+      {p(0x100000), cols, false}, {p(0x200000), cols, false}, {p(0x200000 + 4 * 4), cols, true}};
   EXPECT_EQ(rowsoftmax::detail::check_args(partial, 4, rows, cols).rule, arg_rule::overlap);
-  const tensor_arg in_place[3] = {{p(0x100000), cols, false},
-                                  {p(0x200000), cols, false},
-                                  {p(0x200000), cols, true}};
+  const tensor_arg in_place[3] = {
+      {p(0x100000), cols, false}, {p(0x200000), cols, false}, {p(0x200000), cols, true}};
   EXPECT_EQ(rowsoftmax::detail::check_args(in_place, 4, rows, cols).rule, arg_rule::ok);
   // Right after the last row: apart.
-  const tensor_arg after[2] = {{p(0x10000), cols, false}, {p(0x10000 + rows * cols * 4), cols, true}};
+  const tensor_arg after[2] = {{p(0x10000), cols, false},
+                               {p(0x10000 + rows * cols * 4), cols, true}};
   EXPECT_EQ(rowsoftmax::detail::check_args(after, 4, rows, cols).rule, arg_rule::ok);
 }

@@ -39,16 +39,15 @@ option_rule check_options(softmax_options const& o, direction dir, tensor_arg co
   const bool lse = dir == direction::forward && o.row_lse != nullptr;
   if (lse && reinterpret_cast<std::uintptr_t>(o.row_lse) % alignof(float) != 0)
     return option_rule::row_lse_misaligned;
-  if (o.empty != empty_rows::nan && o.empty != empty_rows::zero)
-    return option_rule::bad_empty_rows;
+  if (o.empty != empty_rows::nan && o.empty != empty_rows::zero) return option_rule::bad_empty_rows;
   if (rows == 0) return option_rule::ok;
   const std::uint64_t row_floats = static_cast<std::uint64_t>(rows) * sizeof(float);
   const auto meets = [&](void const* p, tensor_arg const& x) {
-    return ranges_meet(reinterpret_cast<std::uintptr_t>(p), row_floats,
-                       reinterpret_cast<std::uintptr_t>(x.ptr),
-                       (static_cast<std::uint64_t>(rows - 1) * static_cast<std::uint64_t>(x.stride) +
-                        static_cast<std::uint64_t>(cols)) *
-                           elem_size);
+    return ranges_meet(
+        reinterpret_cast<std::uintptr_t>(p), row_floats, reinterpret_cast<std::uintptr_t>(x.ptr),
+        (static_cast<std::uint64_t>(rows - 1) * static_cast<std::uint64_t>(x.stride) +
+         static_cast<std::uint64_t>(cols)) *
+            elem_size);
   };
   for (std::size_t i = 0; i < N; ++i) {
     if (o.row_scale != nullptr && t[i].output && meets(o.row_scale, t[i]))
@@ -116,8 +115,9 @@ struct fused_forward_call {
                      std::int64_t rows, std::int64_t cols, softmax_options const& o) noexcept
       : tensors{{x, x_row_stride, false}, {y, y_row_stride, true}},
         options(o),
-        args{x, x_row_stride, const_cast<T*>(y), y_row_stride, rows, cols, fused_params::of(o),
-             0} {}
+        args{x, x_row_stride, const_cast<T*>(y), y_row_stride, rows, cols, fused_params::of(o), 0} {
+  }
+  bool options_ok() const noexcept { return check_call_options(*this) == option_rule::ok; }
 };
 
 /// One call of a fused backward launcher.
@@ -134,32 +134,10 @@ struct fused_backward_call {
                       std::int64_t rows, std::int64_t cols, softmax_options const& o) noexcept
       : tensors{{dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}},
         options(o),
-        args{dy,   dy_row_stride, y, y_row_stride, const_cast<T*>(dx), dx_row_stride, rows, cols,
-             fused_params::of(o), 0} {}
+        args{dy,   dy_row_stride,       y, y_row_stride, const_cast<T*>(dx), dx_row_stride, rows,
+             cols, fused_params::of(o), 0} {}
+  bool options_ok() const noexcept { return check_call_options(*this) == option_rule::ok; }
 };
-
-/// A fused call's launch: its options checked, then as launch_call.
-template <class Call>
-cudaError_t launch_fused(Call const& call, void* workspace, std::size_t* workspace_bytes,
-                         cudaStream_t stream) noexcept {
-  if (check_args(call.tensors, sizeof(typename Call::op::value_type), call.args.rows,
-                 call.args.cols)
-              .rule == arg_rule::ok &&
-      check_call_options(call) != option_rule::ok)
-    return cudaErrorInvalidValue;
-  return launch_call(call, workspace, workspace_bytes, stream);
-}
-
-template <class Call>
-cudaError_t fused_plan(Call const& call, bool with_workspace, plan* out) noexcept {
-  if (out == nullptr) return cudaErrorInvalidValue;
-  if (check_args(call.tensors, sizeof(typename Call::op::value_type), call.args.rows,
-                 call.args.cols)
-              .rule == arg_rule::ok &&
-      check_call_options(call) != option_rule::ok)
-    return cudaErrorInvalidValue;
-  return checked_plan(call, with_workspace, out);
-}
 
 template <class Call>
 const char* explain_fused(Call const& call) noexcept {
@@ -193,7 +171,7 @@ template <class T>
 cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
                             std::int64_t rows, std::int64_t cols, softmax_options const& options,
                             cudaStream_t stream = nullptr) noexcept {
-  return detail::launch_fused(
+  return detail::launch_call(
       detail::fused_forward_call<T, false>(x, x_row_stride, y, y_row_stride, rows, cols, options),
       nullptr, nullptr, stream);
 }
@@ -205,21 +183,21 @@ cudaError_t softmax_forward(void* workspace, std::size_t* workspace_bytes, T con
                             std::int64_t rows, std::int64_t cols, softmax_options const& options,
                             cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
-  return detail::launch_fused(
+  return detail::launch_call(
       detail::fused_forward_call<T, false>(x, x_row_stride, y, y_row_stride, rows, cols, options),
       workspace, workspace_bytes, stream);
 }
 
 /// @brief Row-wise log-softmax, strided rows: `y[i, :] = log_softmax(s_i * x[i, :])`, computed
 /// as (z - M) - ln S (softmax_options). Otherwise as the fused softmax_forward; the overload
-/// without options is plain log-softmax. Matches torch.log_softmax (a NaN or +inf makes the row NaN, a
-/// row of only -inf is NaN or, with empty_rows::zero, -inf).
+/// without options is plain log-softmax. Matches torch.log_softmax (a NaN or +inf makes the row
+/// NaN, a row of only -inf is NaN or, with empty_rows::zero, -inf).
 template <class T>
 cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
                                 std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                 softmax_options const& options,
                                 cudaStream_t stream = nullptr) noexcept {
-  return detail::launch_fused(
+  return detail::launch_call(
       detail::fused_forward_call<T, true>(x, x_row_stride, y, y_row_stride, rows, cols, options),
       nullptr, nullptr, stream);
 }
@@ -241,7 +219,7 @@ cudaError_t log_softmax_forward(void* workspace, std::size_t* workspace_bytes, T
                                 softmax_options const& options,
                                 cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
-  return detail::launch_fused(
+  return detail::launch_call(
       detail::fused_forward_call<T, true>(x, x_row_stride, y, y_row_stride, rows, cols, options),
       workspace, workspace_bytes, stream);
 }
@@ -254,10 +232,10 @@ cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y
                              std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
                              std::int64_t rows, std::int64_t cols, softmax_options const& options,
                              cudaStream_t stream = nullptr) noexcept {
-  return detail::launch_fused(detail::fused_backward_call<T, false>(dy, dy_row_stride, y,
-                                                                    y_row_stride, dx, dx_row_stride,
-                                                                    rows, cols, options),
-                              nullptr, nullptr, stream);
+  return detail::launch_call(
+      detail::fused_backward_call<T, false>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride,
+                                            rows, cols, options),
+      nullptr, nullptr, stream);
 }
 
 /// @brief Fused softmax backward with a workspace.
@@ -268,10 +246,10 @@ cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, T co
                              std::int64_t cols, softmax_options const& options,
                              cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
-  return detail::launch_fused(detail::fused_backward_call<T, false>(dy, dy_row_stride, y,
-                                                                    y_row_stride, dx, dx_row_stride,
-                                                                    rows, cols, options),
-                              workspace, workspace_bytes, stream);
+  return detail::launch_call(
+      detail::fused_backward_call<T, false>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride,
+                                            rows, cols, options),
+      workspace, workspace_bytes, stream);
 }
 
 /// @brief Backward of log_softmax_forward with the same options: `dx = s_i * (dy - exp(y) *
@@ -283,10 +261,10 @@ cudaError_t log_softmax_backward(T const* dy, std::int64_t dy_row_stride, T cons
                                  std::int64_t rows, std::int64_t cols,
                                  softmax_options const& options,
                                  cudaStream_t stream = nullptr) noexcept {
-  return detail::launch_fused(detail::fused_backward_call<T, true>(dy, dy_row_stride, y,
-                                                                   y_row_stride, dx, dx_row_stride,
-                                                                   rows, cols, options),
-                              nullptr, nullptr, stream);
+  return detail::launch_call(
+      detail::fused_backward_call<T, true>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride,
+                                           rows, cols, options),
+      nullptr, nullptr, stream);
 }
 
 /// @brief Plain log-softmax backward (default options), strided rows.
@@ -307,10 +285,10 @@ cudaError_t log_softmax_backward(void* workspace, std::size_t* workspace_bytes, 
                                  std::int64_t cols, softmax_options const& options,
                                  cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
-  return detail::launch_fused(detail::fused_backward_call<T, true>(dy, dy_row_stride, y,
-                                                                   y_row_stride, dx, dx_row_stride,
-                                                                   rows, cols, options),
-                              workspace, workspace_bytes, stream);
+  return detail::launch_call(
+      detail::fused_backward_call<T, true>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride,
+                                           rows, cols, options),
+      workspace, workspace_bytes, stream);
 }
 
 /// @brief The plan a fused forward launcher would launch (`log`: log_softmax_forward); see
@@ -320,14 +298,13 @@ cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y
                                std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                softmax_options const& options, bool log, plan* out,
                                bool with_workspace = false) noexcept {
-  return log ? detail::fused_plan(detail::fused_forward_call<T, true>(x, x_row_stride, y,
-                                                                      y_row_stride, rows, cols,
-                                                                      options),
-                                  with_workspace, out)
-             : detail::fused_plan(detail::fused_forward_call<T, false>(x, x_row_stride, y,
-                                                                       y_row_stride, rows, cols,
-                                                                       options),
-                                  with_workspace, out);
+  if (out == nullptr) return cudaErrorInvalidValue;
+  return log ? detail::checked_plan(detail::fused_forward_call<T, true>(
+                                        x, x_row_stride, y, y_row_stride, rows, cols, options),
+                                    with_workspace, out)
+             : detail::checked_plan(detail::fused_forward_call<T, false>(
+                                        x, x_row_stride, y, y_row_stride, rows, cols, options),
+                                    with_workspace, out);
 }
 
 /// @brief The plan a fused backward launcher would launch (`log`: log_softmax_backward).
@@ -337,11 +314,12 @@ cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const
                                 std::int64_t rows, std::int64_t cols,
                                 softmax_options const& options, bool log, plan* out,
                                 bool with_workspace = false) noexcept {
-  return log ? detail::fused_plan(
+  if (out == nullptr) return cudaErrorInvalidValue;
+  return log ? detail::checked_plan(
                    detail::fused_backward_call<T, true>(dy, dy_row_stride, y, y_row_stride, dx,
                                                         dx_row_stride, rows, cols, options),
                    with_workspace, out)
-             : detail::fused_plan(
+             : detail::checked_plan(
                    detail::fused_backward_call<T, false>(dy, dy_row_stride, y, y_row_stride, dx,
                                                          dx_row_stride, rows, cols, options),
                    with_workspace, out);

@@ -38,6 +38,8 @@ struct forward_call {
                std::int64_t rows, std::int64_t cols) noexcept
       : tensors{{x, x_row_stride, false}, {y, y_row_stride, true}},
         args{x, x_row_stride, const_cast<T*>(y), y_row_stride, rows, cols} {}
+  /// Rules beyond the tensors' (the fused calls' options): none.
+  static constexpr bool options_ok() noexcept { return true; }
 };
 
 /// One call of a backward launcher: see forward_call.
@@ -53,10 +55,11 @@ struct backward_call {
                 std::int64_t cols) noexcept
       : tensors{{dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}},
         args{dy, dy_row_stride, y, y_row_stride, const_cast<T*>(dx), dx_row_stride, rows, cols} {}
+  static constexpr bool options_ok() noexcept { return true; }
 };
 
-/// The launchers' checks (validate), then the plan for the current device (choose_plan); a
-/// default plan where there are no rows.
+/// The launchers' checks (validate, then the call's options), then the plan for the current
+/// device (choose_plan); a default plan where there are no rows.
 template <class Call>
 cudaError_t checked_plan(Call const& call, bool with_workspace, plan* out) noexcept {
   using Op = typename Call::op;
@@ -64,6 +67,7 @@ cudaError_t checked_plan(Call const& call, bool with_workspace, plan* out) noexc
   auto const& a = call.args;
   bool nothing = false;
   ROWSOFTMAX_TRY(validate(call.tensors, elem, a.rows, a.cols, &nothing));
+  if (!call.options_ok()) return cudaErrorInvalidValue;
   if (nothing) {
     *out = plan{};
     return cudaSuccess;

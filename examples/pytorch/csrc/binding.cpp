@@ -69,63 +69,6 @@ void check_cuda(cudaError_t e, const char* why) {
   TORCH_CHECK(e == cudaSuccess, "rowsoftmax: ", cudaGetErrorString(e));
 }
 
-torch::Tensor forward(torch::Tensor x) {
-  check_input(x, "x");
-  const c10::cuda::CUDAGuard guard(x.device());
-  const rows_view in = as_rows(x);
-  auto y = torch::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
-  if (in.rows == 0) return y;
-  const auto stream = at::cuda::getCurrentCUDAStream().stream();
-  const char* why = nullptr;
-  cudaError_t e = cudaSuccess;
-  switch (x.scalar_type()) {
-    case torch::kFloat:
-      e = rowsoftmax_ext::forward(ptr<float>(in.t), in.stride, ptr<float>(y), in.cols, in.rows,
-                                  in.cols, stream, &why);
-      break;
-    case torch::kHalf:
-      e = rowsoftmax_ext::forward(ptr<__half>(in.t), in.stride, ptr<__half>(y), in.cols, in.rows,
-                                  in.cols, stream, &why);
-      break;
-    default:
-      e = rowsoftmax_ext::forward(ptr<__nv_bfloat16>(in.t), in.stride, ptr<__nv_bfloat16>(y),
-                                  in.cols, in.rows, in.cols, stream, &why);
-  }
-  check_cuda(e, why);
-  return y;
-}
-
-torch::Tensor backward(torch::Tensor dy, torch::Tensor y) {
-  check_input(dy, "dy");
-  check_input(y, "y");
-  TORCH_CHECK(dy.sizes() == y.sizes(), "rowsoftmax: dy and y must have the same shape");
-  TORCH_CHECK(dy.scalar_type() == y.scalar_type(), "rowsoftmax: dy and y must have the same dtype");
-  TORCH_CHECK(dy.device() == y.device(), "rowsoftmax: dy and y must be on the same device");
-  const c10::cuda::CUDAGuard guard(y.device());
-  rows_view g = as_rows(dy), o = as_rows(y);
-  auto dx = torch::empty(y.sizes(), y.options().memory_format(at::MemoryFormat::Contiguous));
-  if (o.rows == 0) return dx;
-  const auto stream = at::cuda::getCurrentCUDAStream().stream();
-  const char* why = nullptr;
-  cudaError_t e = cudaSuccess;
-  switch (y.scalar_type()) {
-    case torch::kFloat:
-      e = rowsoftmax_ext::backward(ptr<float>(g.t), g.stride, ptr<float>(o.t), o.stride,
-                                   ptr<float>(dx), o.cols, o.rows, o.cols, stream, &why);
-      break;
-    case torch::kHalf:
-      e = rowsoftmax_ext::backward(ptr<__half>(g.t), g.stride, ptr<__half>(o.t), o.stride,
-                                   ptr<__half>(dx), o.cols, o.rows, o.cols, stream, &why);
-      break;
-    default:
-      e = rowsoftmax_ext::backward(ptr<__nv_bfloat16>(g.t), g.stride, ptr<__nv_bfloat16>(o.t),
-                                   o.stride, ptr<__nv_bfloat16>(dx), o.cols, o.rows, o.cols, stream,
-                                   &why);
-  }
-  check_cuda(e, why);
-  return dx;
-}
-
 // Calls f(tag<T>{}) with T the CUDA element type of `t` (float, __half or __nv_bfloat16).
 template <class T>
 struct tag {
@@ -142,6 +85,49 @@ cudaError_t by_dtype(torch::ScalarType t, F&& f) {
     default:
       return f(tag<__nv_bfloat16>{});
   }
+}
+
+// dy and y of a backward call: CUDA tensors of one shape, dtype and device.
+void check_gradient_pair(torch::Tensor const& dy, torch::Tensor const& y) {
+  check_input(dy, "dy");
+  check_input(y, "y");
+  TORCH_CHECK(dy.sizes() == y.sizes(), "rowsoftmax: dy and y must have the same shape");
+  TORCH_CHECK(dy.scalar_type() == y.scalar_type(), "rowsoftmax: dy and y must have the same dtype");
+  TORCH_CHECK(dy.device() == y.device(), "rowsoftmax: dy and y must be on the same device");
+}
+
+torch::Tensor forward(torch::Tensor x) {
+  check_input(x, "x");
+  const c10::cuda::CUDAGuard guard(x.device());
+  const rows_view in = as_rows(x);
+  auto y = torch::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  if (in.rows == 0) return y;
+  const auto stream = at::cuda::getCurrentCUDAStream().stream();
+  const char* why = nullptr;
+  const cudaError_t e = by_dtype(x.scalar_type(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    return rowsoftmax_ext::forward(ptr<T>(in.t), in.stride, ptr<T>(y), in.cols, in.rows, in.cols,
+                                   stream, &why);
+  });
+  check_cuda(e, why);
+  return y;
+}
+
+torch::Tensor backward(torch::Tensor dy, torch::Tensor y) {
+  check_gradient_pair(dy, y);
+  const c10::cuda::CUDAGuard guard(y.device());
+  rows_view g = as_rows(dy), o = as_rows(y);
+  auto dx = torch::empty(y.sizes(), y.options().memory_format(at::MemoryFormat::Contiguous));
+  if (o.rows == 0) return dx;
+  const auto stream = at::cuda::getCurrentCUDAStream().stream();
+  const char* why = nullptr;
+  const cudaError_t e = by_dtype(y.scalar_type(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    return rowsoftmax_ext::backward(ptr<T>(g.t), g.stride, ptr<T>(o.t), o.stride, ptr<T>(dx),
+                                    o.cols, o.rows, o.cols, stream, &why);
+  });
+  check_cuda(e, why);
+  return dx;
 }
 
 // The fused options for rows of `like` (`like`'s shape without its last dimension): the scale
@@ -205,11 +191,7 @@ std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double s
 // with respect to x, s * y * (dy - sum(dy * y)) or (`log`) s * (dy - exp(y) * sum(dy)).
 torch::Tensor fused_backward(torch::Tensor dy, torch::Tensor y, double scale,
                              std::optional<torch::Tensor> row_scale, bool log) {
-  check_input(dy, "dy");
-  check_input(y, "y");
-  TORCH_CHECK(dy.sizes() == y.sizes(), "rowsoftmax: dy and y must have the same shape");
-  TORCH_CHECK(dy.scalar_type() == y.scalar_type(), "rowsoftmax: dy and y must have the same dtype");
-  TORCH_CHECK(dy.device() == y.device(), "rowsoftmax: dy and y must be on the same device");
+  check_gradient_pair(dy, y);
   const c10::cuda::CUDAGuard guard(y.device());
   torch::Tensor rs;
   const rowsoftmax::softmax_options o = fused_options(y, scale, row_scale, &rs);

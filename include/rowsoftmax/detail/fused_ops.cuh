@@ -136,21 +136,23 @@ struct fused_forward_op {
     float m;
   };
 
+  /// The plain op's args of the same tensors (the rows' geometry goes through it).
+  __device__ static typename plain::args tensors(args const& a) {
+    return {a.x, a.x_stride, a.y, a.y_stride, a.rows, a.cols};
+  }
+
   template <int V>
   __device__ static row_window window(args const& a, std::int64_t row, std::int64_t first,
                                       int stride) {
-    const bool active = row < a.rows;
-    const std::int64_t r = active ? row : 0;
-    return {r, active ? a.cols : 0, first, stride, head_of<V>(a.x + r * a.x_stride)};
+    return plain::template window<V>(tensors(a), row, first, stride);
   }
-
   __device__ static T const* input(args const& a, int) { return a.x; }
   __host__ __device__ static T* output(args const& a) { return a.y; }
-  __device__ static T const* input_row(args const& a, int, std::int64_t row) {
-    return a.x + row * a.x_stride;
+  __device__ static T const* input_row(args const& a, int t, std::int64_t row) {
+    return plain::input_row(tensors(a), t, row);
   }
   __device__ static T* output_row(args const& a, std::int64_t row) {
-    return a.y + row * a.y_stride;
+    return plain::output_row(tensors(a), row);
   }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
                                   std::int64_t first_row) {
@@ -217,7 +219,8 @@ struct fused_forward_op {
   /// The row's log-sum-exp into p.row_lse, by the thread whose slot 0 is the row's first window.
   __device__ static void put_lse(fused_params const& p, std::int64_t row, std::int64_t first,
                                  partial total) {
-    if (p.row_lse != nullptr && first == 0) store_global(p.row_lse + row, total.m + __logf(total.s));
+    if (p.row_lse != nullptr && first == 0)
+      store_global(p.row_lse + row, total.m + __logf(total.s));
   }
 
   /// One window's outputs given the row's `o`: `z` gives element l's scaled logit (or, fp32
@@ -290,7 +293,8 @@ struct fused_forward_op {
   __device__ static vec_t<T, V> normalized_of(vec_t<T, V> const& x, E const& e, float inv,
                                               partial total, row_state const& r) {
     if constexpr (Log) {
-      return out_window<V>(out_of(r.p, total), [&](int l) { return logit(r.s, x.at(l)); }, 0.0f);
+      return out_window<V>(
+          out_of(r.p, total), [&](int l) { return logit(r.s, x.at(l)); }, 0.0f);
     } else {
       const bool zero = r.p.zero_empty && total.s == 0.0f;
       return plain::normalized(x, scaled_exp<E, true>(e, r.s), zero ? 0.0f : inv);
@@ -350,8 +354,8 @@ struct fused_backward_op {
   }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
                                   std::int64_t first_row) {
-    return {tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols, rows, a.cols, a.p,
-            a.row_base + first_row};
+    return {tiles[0], a.cols, tiles[1], a.cols, tiles[0],
+            a.cols,   rows,   a.cols,   a.p,    a.row_base + first_row};
   }
 
   template <int V, int N, class Hint = no_hint>

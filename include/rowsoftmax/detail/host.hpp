@@ -191,14 +191,13 @@ const char* explain_args(arg_check c, char const* const (&names)[N], tensor_arg 
                     name, names[c.other], name, ll(stride), names[c.other], ll(t[c.other].stride));
       break;
     case arg_rule::overlap:
-      std::snprintf(b, n,
-                    "%s (%p, row stride %lld) shares memory with %s (%p, row stride %lld) without "
-                    "being it: an output may be an input (in place: the same pointer and stride) "
-                    "but not overlap one otherwise%s",
-                    name, t[c.tensor].ptr, ll(stride), names[c.other], t[c.other].ptr,
-                    ll(t[c.other].stride),
-                    stride == t[c.other].stride ? ""
-                                                : " (unequal strides: checked by address range)");
+      std::snprintf(
+          b, n,
+          "%s (%p, row stride %lld) shares memory with %s (%p, row stride %lld) without "
+          "being it: an output may be an input (in place: the same pointer and stride) "
+          "but not overlap one otherwise%s",
+          name, t[c.tensor].ptr, ll(stride), names[c.other], t[c.other].ptr, ll(t[c.other].stride),
+          stride == t[c.other].stride ? "" : " (unequal strides: checked by address range)");
       break;
   }
   return b;

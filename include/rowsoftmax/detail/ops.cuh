@@ -157,7 +157,9 @@ struct forward_op {
   // The staged tiers (staged_share) fold and store windows of x from shared memory through
   // these, with one row_state a row (the fused ops keep their scale and options there).
   struct row_state {};
-  __device__ static row_state staged_row(args const&, std::int64_t) { return {}; }
+  __device__ static row_state staged_row(args const&, std::int64_t) {
+    return {};
+  }
   template <int V>
   __device__ static float max_of(vec_t<T, V> const& v, row_state) {
     return v.max();

@@ -82,47 +82,38 @@ struct alignas(sizeof(T) * V) vec_t {
   }
 
   /// Max over the elements as float (fmaxf's NaN rule); 16-bit pairs compared packed.
-  __device__ float max() const {
-    if constexpr (per_word == 1) {
-      float m = at(0);
-#pragma unroll
-      for (int l = 1; l < V; ++l) m = fmaxf(m, at(l));
-      return m;
-    } else {
-      std::uint32_t m = w[0];
-#pragma unroll
-      for (int i = 1; i < words; ++i) {
-        if constexpr (std::is_same_v<T, __half>) {
-          asm("max.f16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(w[i]));
-        } else {
-          asm("max.bf16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(w[i]));
-        }
-      }
-      return fmaxf(to_float(bits_as<T>(static_cast<std::uint16_t>(m))),
-                   to_float(bits_as<T>(static_cast<std::uint16_t>(m >> 16))));
-    }
-  }
+  __device__ float max() const { return extreme<true>(); }
+  /// Min over the elements as float (fminf's NaN rule), as `max`: the max of the logits s * x
+  /// of a vector where s < 0 (the fused ops).
+  __device__ float min() const { return extreme<false>(); }
 
-  /// Min over the elements as float (fminf's NaN rule); 16-bit pairs compared packed. The max
-  /// of the logits s * x of a vector where s < 0 (the fused ops).
-  __device__ float min() const {
+  /// max (`Max`) or min over the elements.
+  template <bool Max>
+  __device__ float extreme() const {
+    const auto pick = [](float a, float b) { return Max ? fmaxf(a, b) : fminf(a, b); };
     if constexpr (per_word == 1) {
       float m = at(0);
 #pragma unroll
-      for (int l = 1; l < V; ++l) m = fminf(m, at(l));
+      for (int l = 1; l < V; ++l) m = pick(m, at(l));
       return m;
     } else {
       std::uint32_t m = w[0];
 #pragma unroll
       for (int i = 1; i < words; ++i) {
         if constexpr (std::is_same_v<T, __half>) {
-          asm("min.f16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(w[i]));
+          if constexpr (Max) {
+            asm("max.f16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(w[i]));
+          } else {
+            asm("min.f16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(w[i]));
+          }
+        } else if constexpr (Max) {
+          asm("max.bf16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(w[i]));
         } else {
           asm("min.bf16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(w[i]));
         }
       }
-      return fminf(to_float(bits_as<T>(static_cast<std::uint16_t>(m))),
-                   to_float(bits_as<T>(static_cast<std::uint16_t>(m >> 16))));
+      return pick(to_float(bits_as<T>(static_cast<std::uint16_t>(m))),
+                  to_float(bits_as<T>(static_cast<std::uint16_t>(m >> 16))));
     }
   }
 

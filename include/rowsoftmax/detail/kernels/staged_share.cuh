@@ -209,9 +209,9 @@ struct staged_share {
       for (int k = 0; k < Batch; ++k) {
         const int i = i0 + k * threads + static_cast<int>(threadIdx.x);
         if (i < held_back)
-          store_window(
-              i, with_exp(exp_shift,
-                          [&](auto const& e) { return Op::normalized_of(v[k], e, inv, row_total, rs); }));
+          store_window(i, with_exp(exp_shift, [&](auto const& e) {
+                         return Op::normalized_of(v[k], e, inv, row_total, rs);
+                       }));
       }
     }
   }
