@@ -70,6 +70,9 @@ struct tensors {
     cudaError_t e = da.upload(a);
     if (e == cudaSuccess && !b.empty()) e = db.upload(b);
     if (e == cudaSuccess && !c.in_place) e = dout.upload(out_init);
+    // A copy from pageable memory may still be under way when cudaMemcpy returns: done before a
+    // launch on another stream reads the buffers.
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
     return e;
   }
   /// The workspace bytes the call asks for (0 without the workspace overload).
@@ -244,6 +247,18 @@ std::string tier_of(plan const& p) {
   return s;
 }
 
+/// The plan a call `c` gets on the current device (asked with addresses that do not overlap:
+/// the query reads no tensor).
+template <class T>
+cudaError_t plan_of(call_spec const& c, plan* p) {
+  T* const a = fake_tensor<T>(0);
+  T* const o = c.in_place ? a : fake_tensor<T>(2);
+  return c.dir == direction::forward
+             ? softmax_forward_plan<T>(a, c.cols, o, c.cols, c.rows, c.cols, p, c.workspace)
+             : softmax_backward_plan<T>(a, c.cols, fake_tensor<T>(1), c.cols, o, c.cols, c.rows,
+                                        c.cols, p, c.workspace);
+}
+
 /// One call for each tier that the candidate shapes reach for T and `dir` (the first candidate
 /// of each), with its tier's name.
 template <class T>
@@ -258,16 +273,8 @@ std::vector<std::pair<call_spec, std::string>> tier_examples(direction dir) {
         for (bool in_place : {false, true}) {
           if (rows * cols > (std::int64_t{1} << 24)) continue;
           const call_spec c{dir, rows, cols, workspace, in_place};
-          tensors<T> t(call_spec{dir, 1, 1, workspace, in_place}, 0);  // pointers for the query
           plan p;
-          const T* in = t.da.ptr;
-          T* o = in_place ? t.da.ptr : t.dout.ptr;
-          const cudaError_t e =
-              dir == direction::forward
-                  ? softmax_forward_plan<T>(in, cols, o, cols, rows, cols, &p, workspace)
-                  : softmax_backward_plan<T>(in, cols, t.db.ptr, cols, o, cols, rows, cols, &p,
-                                             workspace);
-          if (e != cudaSuccess) continue;
+          if (plan_of<T>(c, &p) != cudaSuccess) continue;
           const std::string tier = tier_of(p);
           if (seen.insert(tier).second) out.emplace_back(c, tier);
         }
@@ -453,35 +460,27 @@ std::string run_large(call_spec const& c, std::uint64_t seed) {
   return "";
 }
 
-/// One call of more than 2^31 elements for each bf16 tier (the first candidate of each), and
-/// one row of 2^31 + 17 columns with and without a workspace, both directions.
+/// One call of more than 2^31 elements for each bf16 tier (the first candidate of each, forward
+/// first), and one row of 2^31 + 17 columns with and without a workspace, both directions.
 std::vector<std::pair<call_spec, std::string>> large_examples() {
   using T = __nv_bfloat16;
   const std::int64_t big = std::int64_t{1} << 31;
   std::vector<std::pair<call_spec, std::string>> out;
   std::set<std::string> seen;
-  tensors<T> probe(call_spec{direction::backward, 1, 1, false, false}, 0);  // pointers to plan
-  for (direction dir : {direction::forward, direction::backward}) {
+  for (direction dir : {direction::forward, direction::backward})
     for (std::int64_t cols : {std::int64_t{64}, std::int64_t{2048}, std::int64_t{16384},
                               std::int64_t{65536}, std::int64_t{262144}, std::int64_t{1} << 22})
       for (bool workspace : {false, true})
         for (bool in_place : {false, true}) {
-          const std::int64_t rows = big / cols + 1;
+          const call_spec c{dir, big / cols + 1, cols, workspace, in_place};
           plan p;
-          T* o = in_place ? probe.da.ptr : probe.dout.ptr;
-          const cudaError_t e =
-              dir == direction::forward
-                  ? softmax_forward_plan<T>(probe.da.ptr, cols, o, cols, rows, cols, &p, workspace)
-                  : softmax_backward_plan<T>(probe.da.ptr, cols, probe.db.ptr, cols, o, cols, rows,
-                                             cols, &p, workspace);
-          const std::string tier =
-              std::string(dir == direction::forward ? "forward " : "backward ") + tier_of(p);
-          if (e == cudaSuccess && seen.insert(tier).second)
-            out.emplace_back(call_spec{dir, rows, cols, workspace, in_place}, tier);
+          if (plan_of<T>(c, &p) != cudaSuccess) continue;
+          const std::string tier = tier_of(p);
+          if (seen.insert(tier).second) out.emplace_back(c, tier);
         }
+  for (direction dir : {direction::forward, direction::backward})
     for (bool workspace : {false, true})
       out.emplace_back(call_spec{dir, 1, big + 17, workspace, false}, "one row of 2^31 + 17");
-  }
   return out;
 }
 
