@@ -71,7 +71,7 @@ constexpr i64 max_pad = 64;
 /// ones a sample of rows of about as many elements (the first and last rows always).
 constexpr i64 full_check_elements = i64{1} << 22;
 /// The run stops after this many failed calls.
-constexpr int max_failures = 3;
+constexpr int max_failures = 10;
 /// A call that runs longer than this is taken for hung: the run stops with its repro line.
 constexpr int hang_seconds = 180;
 
@@ -987,6 +987,20 @@ outcome run_forward(call const& c) {
       scale[j] = fused ? std::abs(ref[j]) + 1.0 : std::abs(ref[j]);
   };
   out.error = compare<T>(s, y_out, y_init, yg.offset, yg.stride, ref_row, !fused);
+  long long bad_row = -1, bad_col = -1;
+  if (fused && std::sscanf(out.error.c_str(), "row %lld col %lld", &bad_row, &bad_col) == 2) {
+    // What the failing element's logit came from: x, the row's scale, the reference's max.
+    const i64 xbase = xg.offset + bad_row * xg.stride;
+    const float sr = scales[static_cast<std::size_t>(bad_row)];
+    double m = -INFINITY;
+    for (i64 j = 0; j < geo.cols; ++j)
+      m = std::max(m, logit(sr, dtype<T>::to_double(x[static_cast<std::size_t>(xbase + j)])));
+    std::ostringstream d;
+    d << "; x " << dtype<T>::to_double(x[static_cast<std::size_t>(xbase + bad_col)])
+      << ", row scale " << sr << ", reference max logit " << m;
+    if (c.lse) d << ", row_lse " << lse[static_cast<std::size_t>(bad_row)];
+    out.error += d.str();
+  }
   if (out.error.empty() && !in_place) out.error = unchanged(x, x_after, "x");
   if (out.error.empty() && fused) {
     for (i64 r = 0; r < geo.rows && c.lse && out.error.empty(); ++r) {
