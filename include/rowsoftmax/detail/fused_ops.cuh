@@ -28,9 +28,12 @@ struct fused_params {
 
 /// The logit of an element x under the row's scale s: s * x rounded to float, but -inf stays
 /// -inf whatever the scale (a masked element stays masked, and the -inf the loads put beyond a
-/// row stays outside it under a negative or zero scale).
+/// row stays outside it under a negative or zero scale). Every product s * x of the fused ops is
+/// mul_rn: contracted into the subtraction of the row's max (an fma), the product would not be
+/// rounded where the max's is, and z - M of the max element would be its rounding error, not 0:
+/// exp of it overflows for logits near the float range, and log-softmax is off by it.
 __device__ inline float logit(float s, float x) {
-  return x == neg_inf ? neg_inf : s * x;
+  return x == neg_inf ? neg_inf : mul_rn(s, x);
 }
 
 /// exp(k * x - shift) for an exp functor `E` of exp(x - shift) (shifted_exp or fused_exp);
@@ -41,7 +44,7 @@ struct scaled_exp {
   float k;
   float scale;
   __device__ scaled_exp(E const& exp, float factor) : e(exp), k(factor), scale(exp.scale) {}
-  __device__ float operator()(float x) const { return e(Masked ? logit(k, x) : k * x); }
+  __device__ float operator()(float x) const { return e(Masked ? logit(k, x) : mul_rn(k, x)); }
 };
 
 /// 16-bit slots of x made ready, once a load, for the plain product: the scale returned, `s`
@@ -71,7 +74,7 @@ __device__ inline float prepare_slots(vec_t<T, V> (&v)[N], float s) {
 /// s < 0 (rounding is monotonic), compared packed.
 template <class T, int V>
 __device__ inline float prepared_max(vec_t<T, V> const& v, float s) {
-  return s < 0.0f ? s * v.min() : s * v.max();
+  return s < 0.0f ? mul_rn(s, v.min()) : mul_rn(s, v.max());
 }
 
 /// Stores `v` at `p` in global memory, said so: in the tiled kernel, whose rows are written to
@@ -89,7 +92,7 @@ __device__ inline float row_scale_of(fused_params const& p, std::int64_t row) {
 /// monotonic, and -inf stays -inf), element by element otherwise (-inf is no min there).
 template <class T, int V>
 __device__ inline float scaled_max(vec_t<T, V> const& v, float s) {
-  if (s > 0.0f) return s * v.max();
+  if (s > 0.0f) return mul_rn(s, v.max());
   float m = neg_inf;
 #pragma unroll
   for (int l = 0; l < V; ++l) m = fmaxf(m, logit(s, v.at(l)));
@@ -258,7 +261,7 @@ struct fused_forward_op {
             if constexpr (std::is_same_v<T, float>) {
               return x.at(l);
             } else {
-              return f.s * x.at(l);  // prepared slots (prepare_slots)
+              return mul_rn(f.s, x.at(l));  // prepared slots (prepare_slots)
             }
           },
           keep_scale);
