@@ -1338,7 +1338,7 @@ int usage() {
 }
 
 int fuzz_main(int argc, char** argv) {
-  double seconds = 120;
+  double seconds = 180;
   std::uint64_t seed =
       static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
   i64 only = -1;
