@@ -177,7 +177,16 @@ struct fused_forward_op {
 #pragma unroll
       for (int k = 0; k < N; ++k) {
 #pragma unroll
-        for (int l = 0; l < V; ++l) f.v[k].w[l] = bits_as<std::uint32_t>(logit(s, f.v[k].at(l)));
+        for (int l = 0; l < V; ++l) {
+          const float x = f.v[k].at(l);
+          f.v[k].w[l] =
+              bits_as<std::uint32_t>(keeps_exp ? (x == neg_inf ? neg_inf : s * x) : logit(s, x));
+        }
+        // Softmax: the products rounded into the slots and hidden from the optimizer, so that
+        // none is contracted into a later subtraction (what mul_rn guarantees, see logit): the
+        // 288-byte cluster then spills 20 bytes, not mul_rn's 136. Log-softmax so hidden spills
+        // 32 bytes in a second cluster configuration; it keeps mul_rn.
+        if constexpr (keeps_exp) f.v[k].opaque();
         f.m = fmaxf(f.m, f.v[k].max());
       }
     } else {
