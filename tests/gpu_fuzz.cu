@@ -104,23 +104,6 @@ int tensors_of(op o) {
   return o == op::backward ? 3 : 2;
 }
 
-const char* algo_name(algorithm a) {
-  switch (a) {
-    case algorithm::registers:
-      return "registers";
-    case algorithm::cluster:
-      return "cluster";
-    case algorithm::streaming:
-      return "streaming";
-    case algorithm::split:
-      return "split";
-    case algorithm::staged:
-      return "staged";
-    case algorithm::staged_split:
-      return "staged_split";
-  }
-  return "?";
-}
 constexpr int num_algorithms = 6;
 
 /// A configuration by its record: family, threads a row, bytes a thread, and its variants.
@@ -128,7 +111,7 @@ std::string config_name(int c) {
   if (c < 0 || c >= detail::num_kernel_configs) return "config " + std::to_string(c);
   detail::kernel_config const& k = detail::kernel_configs[c];
   std::ostringstream s;
-  s << "config " << c << " (" << algo_name(k.algo) << " tpr=" << k.threads_per_row << " " << k.bytes
+  s << "config " << c << " (" << to_string(k.algo) << " tpr=" << k.threads_per_row << " " << k.bytes
     << "B cta=" << k.threads_per_cta;
   if (k.rows_per_thread > 1) s << " rows=" << k.rows_per_thread;
   if (k.tiled) s << " tiled";
@@ -731,16 +714,23 @@ class generator {
 // ---------------------------------------------------------------------------------------------
 // Running and checking one call.
 
+std::string cuda_error(const char* what, cudaError_t e) {
+  return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+}
+
 struct outcome {
   std::string error;  ///< "" where the call passed
   plan p;             ///< the launcher's plan (the plan query's)
   bool planned = false;
   bool sticky = false;  ///< the CUDA context is unusable (an error a synchronize still returns)
-};
 
-std::string cuda_error(const char* what, cudaError_t e) {
-  return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
-}
+  /// Records `e` as the call's error where it is one; whether it was.
+  bool failed(const char* what, cudaError_t e) {
+    if (e == cudaSuccess) return false;
+    error = cuda_error(what, e);
+    return true;
+  }
+};
 
 /// Runs `enqueue` as the call's launch kind asks, then waits for the device.
 cudaError_t launch_as(launch_kind kind, std::function<cudaError_t(cudaStream_t)> const& enqueue) {
@@ -806,6 +796,17 @@ struct workspace_arg {
   std::size_t avail = 0;
   void* ptr = nullptr;
   std::unique_ptr<scratch> buf;
+
+  /// The workspace of the size query's result (`query`, having set `need`), checked against the
+  /// plan query's size; "" or what went wrong.
+  std::string prepare(call const& c, cudaError_t query, plan const& p) {
+    if (query != cudaSuccess) return cuda_error("workspace size query", query);
+    if (need != static_cast<std::size_t>(p.workspace_bytes))
+      return "workspace size query gave " + std::to_string(need) + " bytes, the plan query " +
+             std::to_string(p.workspace_bytes);
+    const cudaError_t e = make(c);
+    return e == cudaSuccess ? "" : cuda_error("workspace", e);
+  }
 
   cudaError_t make(call const& c) {
     const std::size_t shift = 8 * static_cast<std::size_t>(c.ws_shift);
@@ -890,10 +891,7 @@ outcome run_forward(call const& c) {
   if (e == cudaSuccess && !in_place) e = y_buf.upload(y_init);
   if (e == cudaSuccess && fused) e = rs_buf.upload(rs);
   if (e == cudaSuccess && fused) e = lse_buf.upload(lse_init);
-  if (e != cudaSuccess) {
-    out.error = cuda_error("upload", e);
-    return out;
-  }
+  if (out.failed("upload", e)) return out;
   T* xp = x_buf.ptr + xg.offset;
   T* yp = in_place ? xp : y_buf.ptr + yg.offset;
   softmax_options o;
@@ -907,29 +905,16 @@ outcome run_forward(call const& c) {
   // instantiates).
   e = softmax_forward_plan<T>(xp, xg.stride, yp, yg.stride, geo.rows, geo.cols, &out.p,
                               c.workspace);
-  if (e != cudaSuccess) {
-    out.error = cuda_error("softmax_forward_plan", e);
-    return out;
-  }
+  if (out.failed("softmax_forward_plan", e)) return out;
   out.planned = true;
 
   workspace_arg ws;
   if (c.workspace) {
-    e = softmax_forward<T>(nullptr, &ws.need, xp, xg.stride, yp, yg.stride, geo.rows, geo.cols,
-                           nullptr);
-    if (e != cudaSuccess) {
-      out.error = cuda_error("workspace size query", e);
-      return out;
-    }
-    if (ws.need != static_cast<std::size_t>(out.p.workspace_bytes)) {
-      out.error = "workspace size query gave " + std::to_string(ws.need) +
-                  " bytes, the plan query " + std::to_string(out.p.workspace_bytes);
-      return out;
-    }
-    if ((e = ws.make(c)) != cudaSuccess) {
-      out.error = cuda_error("workspace", e);
-      return out;
-    }
+    out.error = ws.prepare(c,
+                           softmax_forward<T>(nullptr, &ws.need, xp, xg.stride, yp, yg.stride,
+                                              geo.rows, geo.cols, nullptr),
+                           out.p);
+    if (!out.error.empty()) return out;
   }
   e = launch_as(c.launch, [&](cudaStream_t stream) {
     if constexpr (Fused) {
@@ -941,8 +926,7 @@ outcome run_forward(call const& c) {
       return softmax_forward(xp, xg.stride, yp, yg.stride, geo.rows, geo.cols, stream);
     }
   });
-  if (e != cudaSuccess) {
-    out.error = cuda_error("launch", e);
+  if (out.failed("launch", e)) {
     out.sticky = cudaDeviceSynchronize() != cudaSuccess;
     return out;
   }
@@ -951,10 +935,7 @@ outcome run_forward(call const& c) {
   e = in_place ? x_buf.download(y_out) : y_buf.download(y_out);
   if (e == cudaSuccess && !in_place) e = x_buf.download(x_after);
   if (e == cudaSuccess && fused) e = lse_buf.download(lse);
-  if (e != cudaSuccess) {
-    out.error = cuda_error("download", e);
-    return out;
-  }
+  if (out.failed("download", e)) return out;
 
   const std::vector<char> check = rows_to_check(geo.rows, geo.cols, g);
   std::vector<double> lse_ref(fused ? static_cast<std::size_t>(geo.rows) : 0);
@@ -1096,38 +1077,22 @@ outcome run_backward(call const& c) {
   cudaError_t e = dy_buf.upload(dy);
   if (e == cudaSuccess) e = y_buf.upload(y);
   if (e == cudaSuccess && geo.in_place == 0) e = dx_buf.upload(dx_init);
-  if (e != cudaSuccess) {
-    out.error = cuda_error("upload", e);
-    return out;
-  }
+  if (out.failed("upload", e)) return out;
   T* dyp = dy_buf.ptr + dyg.offset;
   T* yp = y_buf.ptr + yg.offset;
   T* dxp = geo.in_place == 1 ? dyp : geo.in_place == 2 ? yp : dx_buf.ptr + dxg.offset;
 
   e = softmax_backward_plan<T>(dyp, dyg.stride, yp, yg.stride, dxp, dxg.stride, geo.rows, geo.cols,
                                &out.p, c.workspace);
-  if (e != cudaSuccess) {
-    out.error = cuda_error("softmax_backward_plan", e);
-    return out;
-  }
+  if (out.failed("softmax_backward_plan", e)) return out;
   out.planned = true;
   workspace_arg ws;
   if (c.workspace) {
-    e = softmax_backward<T>(nullptr, &ws.need, dyp, dyg.stride, yp, yg.stride, dxp, dxg.stride,
-                            geo.rows, geo.cols, nullptr);
-    if (e != cudaSuccess) {
-      out.error = cuda_error("workspace size query", e);
-      return out;
-    }
-    if (ws.need != static_cast<std::size_t>(out.p.workspace_bytes)) {
-      out.error = "workspace size query gave " + std::to_string(ws.need) +
-                  " bytes, the plan query " + std::to_string(out.p.workspace_bytes);
-      return out;
-    }
-    if ((e = ws.make(c)) != cudaSuccess) {
-      out.error = cuda_error("workspace", e);
-      return out;
-    }
+    out.error = ws.prepare(c,
+                           softmax_backward<T>(nullptr, &ws.need, dyp, dyg.stride, yp, yg.stride,
+                                               dxp, dxg.stride, geo.rows, geo.cols, nullptr),
+                           out.p);
+    if (!out.error.empty()) return out;
   }
   e = launch_as(c.launch, [&](cudaStream_t stream) {
     if (c.workspace)
@@ -1136,8 +1101,7 @@ outcome run_backward(call const& c) {
     return softmax_backward(dyp, dyg.stride, yp, yg.stride, dxp, dxg.stride, geo.rows, geo.cols,
                             stream);
   });
-  if (e != cudaSuccess) {
-    out.error = cuda_error("launch", e);
+  if (out.failed("launch", e)) {
     out.sticky = cudaDeviceSynchronize() != cudaSuccess;
     return out;
   }
@@ -1146,10 +1110,7 @@ outcome run_backward(call const& c) {
   e = out_buf.download(dx_out);
   if (e == cudaSuccess && geo.in_place != 1) e = dy_buf.download(dy_after);
   if (e == cudaSuccess && geo.in_place != 2) e = y_buf.download(y_after);
-  if (e != cudaSuccess) {
-    out.error = cuda_error("download", e);
-    return out;
-  }
+  if (out.failed("download", e)) return out;
 
   const std::vector<char> check = rows_to_check(geo.rows, geo.cols, g);
   auto ref_row = [&](i64 r, std::vector<double>& ref, std::vector<double>& scale) {
@@ -1268,7 +1229,7 @@ void print_reachable(sweep_result const& s, device_limits const& limits, double 
       if (n == 0) continue;
       std::printf("%s %s: %d (", type_name(type), op_name(static_cast<op>(o)), n);
       for (int a = 0; a < num_algorithms; ++a)
-        std::printf("%s%s %d", a ? ", " : "", algo_name(static_cast<algorithm>(a)), by_algo[a]);
+        std::printf("%s%s %d", a ? ", " : "", to_string(static_cast<algorithm>(a)), by_algo[a]);
       std::printf(")\n");
       for (auto const& [code, e] : s.reachable) {
         (void)code;
@@ -1486,7 +1447,7 @@ int fuzz_main(int argc, char** argv) {
                     static_cast<long long>(by_type_op[type][o]));
   std::printf("  by algorithm:");
   for (int a = 0; a < num_algorithms; ++a)
-    std::printf(" %s %lld", algo_name(static_cast<algorithm>(a)),
+    std::printf(" %s %lld", to_string(static_cast<algorithm>(a)),
                 static_cast<long long>(by_algo[a]));
   std::printf("\n  plans other than plan_for's (the launcher fell back on this device): %lld\n",
               static_cast<long long>(differs));

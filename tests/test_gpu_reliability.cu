@@ -70,9 +70,6 @@ struct tensors {
     cudaError_t e = da.upload(a);
     if (e == cudaSuccess && !b.empty()) e = db.upload(b);
     if (e == cudaSuccess && !c.in_place) e = dout.upload(out_init);
-    // A copy from pageable memory may still be under way when cudaMemcpy returns: done before a
-    // launch on another stream reads the buffers.
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
     return e;
   }
   /// The workspace bytes the call asks for (0 without the workspace overload).
@@ -103,6 +100,19 @@ struct tensors {
                                          c.workspace)
                : softmax_backward_plan<T>(da.ptr, c.cols, db.ptr, c.cols, out(), c.cols, c.rows,
                                           c.cols, p, c.workspace);
+  }
+  /// Uploads, runs the call on `stream` (with a workspace of the size it asks for), waits for it
+  /// and downloads the output buffer into `out`.
+  cudaError_t run(cudaStream_t stream, std::vector<T>& out) {
+    std::size_t bytes = 0;
+    cudaError_t e = upload();
+    if (e == cudaSuccess) e = workspace_bytes(&bytes);
+    scratch ws(bytes);
+    if (e == cudaSuccess && bytes > 0 && ws.ptr == nullptr) e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) e = launch(ws.ptr ? ws.ptr : &bytes, bytes, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    if (e == cudaSuccess) e = download(out);
+    return e;
   }
   cudaError_t download(std::vector<T>& h) const {
     return c.in_place ? da.download(h) : dout.download(h);
@@ -139,16 +149,9 @@ struct tensors {
 template <class T>
 std::string run_and_check(call_spec const& c, std::uint64_t seed, cudaStream_t stream) {
   tensors<T> t(c, seed);
-  std::size_t bytes = 0;
-  cudaError_t e = t.upload();
-  if (e == cudaSuccess) e = t.workspace_bytes(&bytes);
-  scratch ws(bytes);
-  if (e == cudaSuccess && bytes > 0 && ws.ptr == nullptr) e = cudaErrorMemoryAllocation;
-  if (e == cudaSuccess) e = t.launch(ws.ptr ? ws.ptr : &bytes, bytes, stream);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
   std::vector<T> out;
-  if (e == cudaSuccess) e = t.download(out);
-  if (e != cudaSuccess) return c.str(dtype<T>::name) + ": " + cudaGetErrorName(e);
+  if (const cudaError_t e = t.run(stream, out); e != cudaSuccess)
+    return c.str(dtype<T>::name) + ": " + cudaGetErrorName(e);
   const std::string err = t.check(out);
   return err.empty() ? "" : c.str(dtype<T>::name) + ": " + err;
 }
@@ -235,11 +238,10 @@ TEST(Concurrency, EachDeviceAfterTheOther) {
   ROWSOFTMAX_CUDA_OK(cudaSetDevice(0));
 }
 
-/// The tier a plan runs on, as determinism and 64-bit coverage count them.
+/// The tier a plan runs on, as determinism and 64-bit coverage count them: its algorithm and
+/// the variants that run other code.
 std::string tier_of(plan const& p) {
-  static char const* const names[] = {"registers", "cluster", "streaming",
-                                      "split",     "staged",  "staged_split"};
-  std::string s = names[static_cast<int>(p.algo)];
+  std::string s = to_string(p.algo);
   if (p.tiled) s += " tiled";
   if (p.algo == algorithm::registers && p.rows_per_cta > 1 && !p.tiled) s += " short";
   if (p.algo == algorithm::streaming && p.cluster_size > 1) s += " clustered";
@@ -259,25 +261,31 @@ cudaError_t plan_of(call_spec const& c, plan* p) {
                                         c.cols, p, c.workspace);
 }
 
-/// One call for each tier that the candidate shapes reach for T and `dir` (the first candidate
-/// of each), with its tier's name.
-template <class T>
-std::vector<std::pair<call_spec, std::string>> tier_examples(direction dir) {
-  std::vector<std::pair<call_spec, std::string>> out;
+/// A call and the plan it gets.
+struct tier_example {
+  call_spec c;
+  plan p;
+};
+
+/// The first call of each tier (tier_of) among the candidates, in order: each direction of
+/// `dirs`, each of `cols_list`, each of `rows_for(cols)`, without and with a workspace, out of
+/// place and in place.
+template <class T, class RowsFor>
+std::vector<tier_example> first_of_each_tier(std::vector<direction> const& dirs,
+                                             std::vector<std::int64_t> const& cols_list,
+                                             RowsFor const& rows_for) {
+  std::vector<tier_example> out;
   std::set<std::string> seen;
-  for (std::int64_t cols :
-       {std::int64_t{48}, std::int64_t{1000}, std::int64_t{4096}, std::int64_t{65536},
-        std::int64_t{300000}, std::int64_t{1} << 20, (std::int64_t{1} << 22) + 3})
-    for (std::int64_t rows : {std::int64_t{1}, std::int64_t{4}, std::int64_t{1000}})
-      for (bool workspace : {false, true})
-        for (bool in_place : {false, true}) {
-          if (rows * cols > (std::int64_t{1} << 24)) continue;
-          const call_spec c{dir, rows, cols, workspace, in_place};
-          plan p;
-          if (plan_of<T>(c, &p) != cudaSuccess) continue;
-          const std::string tier = tier_of(p);
-          if (seen.insert(tier).second) out.emplace_back(c, tier);
-        }
+  for (direction dir : dirs)
+    for (std::int64_t cols : cols_list)
+      for (std::int64_t rows : rows_for(cols))
+        for (bool workspace : {false, true})
+          for (bool in_place : {false, true}) {
+            const call_spec c{dir, rows, cols, workspace, in_place};
+            plan p;
+            if (plan_of<T>(c, &p) == cudaSuccess && seen.insert(tier_of(p)).second)
+              out.push_back({c, p});
+          }
   return out;
 }
 
@@ -342,24 +350,31 @@ std::string five_runs_agree(call_spec const& c, std::uint64_t seed) {
 // (no atomics on values), so nothing depends on which CTA finishes first.
 TEST(Determinism, BitwiseAcrossRunsStreamsAndGraphsOnEveryTier) {
   ROWSOFTMAX_REQUIRE_GPU();
-  std::set<std::string> tiers;
+  // Rows of up to 2^24 elements.
+  auto rows_for = [](std::int64_t cols) {
+    std::vector<std::int64_t> rows;
+    for (std::int64_t r : {1, 4, 1000})
+      if (r * cols <= (std::int64_t{1} << 24)) rows.push_back(r);
+    return rows;
+  };
+  const std::vector<std::int64_t> cols_list = {
+      48, 1000, 4096, 65536, 300000, std::int64_t{1} << 20, (std::int64_t{1} << 22) + 3};
+  std::set<algorithm> ran;
   for (int type = 0; type < 3; ++type)
     for (direction dir : {direction::forward, direction::backward})
       with_type(type, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        for (auto const& [c, tier] : tier_examples<T>(dir)) {
-          SCOPED_TRACE(c.str(dtype<T>::name) + " (" + tier + ")");
+        for (auto const& [c, p] : first_of_each_tier<T>({dir}, cols_list, rows_for)) {
+          SCOPED_TRACE(c.str(dtype<T>::name) + " (" + tier_of(p) + ")");
           EXPECT_EQ(five_runs_agree<T>(c, seed_of(c.rows, c.cols, type)), "");
-          tiers.insert(tier.substr(0, tier.find(' ')));
+          ran.insert(p.algo);
         }
         return 0;
       });
   // Every algorithm ran.
-  for (char const* a : {"registers", "cluster", "streaming", "split", "staged", "staged_split"})
-    EXPECT_EQ(tiers.count(a), 1u) << a << " not reached";
-  std::cout << "[ info     ] tiers:";
-  for (auto const& t : tiers) std::cout << " " << t;
-  std::cout << "\n";
+  for (algorithm a : {algorithm::registers, algorithm::cluster, algorithm::streaming,
+                      algorithm::split, algorithm::staged, algorithm::staged_split})
+    EXPECT_EQ(ran.count(a), 1u) << to_string(a) << " not reached";
 }
 
 /// Row `r` of a large call checked against the float64 reference in the column windows `w`,
@@ -425,16 +440,8 @@ std::string check_windows(tensors<T> const& t, std::vector<T> const& out, std::i
 template <class T>
 std::string run_large(call_spec const& c, std::uint64_t seed) {
   tensors<T> t(c, seed);
-  std::size_t bytes = 0;
-  cudaError_t e = t.upload();
-  if (e == cudaSuccess) e = t.workspace_bytes(&bytes);
-  scratch ws(bytes);
-  if (e == cudaSuccess && bytes > 0 && ws.ptr == nullptr) e = cudaErrorMemoryAllocation;
-  if (e == cudaSuccess) e = t.launch(ws.ptr ? ws.ptr : &bytes, bytes, nullptr);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
   std::vector<T> out;
-  if (e == cudaSuccess) e = t.download(out);
-  if (e != cudaSuccess) return cudaGetErrorName(e);
+  if (const cudaError_t e = t.run(nullptr, out); e != cudaSuccess) return cudaGetErrorName(e);
   std::vector<T> const& before = c.in_place ? t.a : t.out_init;
   for (std::size_t i = static_cast<std::size_t>(c.rows * c.cols); i < out.size(); ++i)
     if (!same_bits(out[i], before[i])) return "guard element " + std::to_string(i) + " written";
@@ -461,23 +468,16 @@ std::string run_large(call_spec const& c, std::uint64_t seed) {
 }
 
 /// One call of more than 2^31 elements for each bf16 tier (the first candidate of each, forward
-/// first), and one row of 2^31 + 17 columns with and without a workspace, both directions.
+/// first), then one row of 2^31 + 17 columns with and without a workspace, both directions;
+/// each with what it stands for.
 std::vector<std::pair<call_spec, std::string>> large_examples() {
-  using T = __nv_bfloat16;
   const std::int64_t big = std::int64_t{1} << 31;
   std::vector<std::pair<call_spec, std::string>> out;
-  std::set<std::string> seen;
-  for (direction dir : {direction::forward, direction::backward})
-    for (std::int64_t cols : {std::int64_t{64}, std::int64_t{2048}, std::int64_t{16384},
-                              std::int64_t{65536}, std::int64_t{262144}, std::int64_t{1} << 22})
-      for (bool workspace : {false, true})
-        for (bool in_place : {false, true}) {
-          const call_spec c{dir, big / cols + 1, cols, workspace, in_place};
-          plan p;
-          if (plan_of<T>(c, &p) != cudaSuccess) continue;
-          const std::string tier = tier_of(p);
-          if (seen.insert(tier).second) out.emplace_back(c, tier);
-        }
+  for (auto const& [c, p] : first_of_each_tier<__nv_bfloat16>(
+           {direction::forward, direction::backward},
+           {64, 2048, 16384, 65536, 262144, std::int64_t{1} << 22},
+           [&](std::int64_t cols) { return std::vector<std::int64_t>{big / cols + 1}; }))
+    out.emplace_back(c, tier_of(p));
   for (direction dir : {direction::forward, direction::backward})
     for (bool workspace : {false, true})
       out.emplace_back(call_spec{dir, 1, big + 17, workspace, false}, "one row of 2^31 + 17");

@@ -636,6 +636,17 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, row
   return plan_for(dir, rows, cols, sizeof(T), layout, limits, with_workspace);
 }
 
+/// The name of an algorithm, as to_string(plan) begins: "registers", "cluster", "streaming",
+/// "split", "staged" or "staged split".
+inline const char* to_string(algorithm a) noexcept {
+  return a == algorithm::registers   ? "registers"
+         : a == algorithm::cluster   ? "cluster"
+         : a == algorithm::streaming ? "streaming"
+         : a == algorithm::split     ? "split"
+         : a == algorithm::staged    ? "staged"
+                                     : "staged split";
+}
+
 /// A one-line description of a plan, e.g. "cluster x16 cta=256 tpr=256 vec=8x8", with
 /// " rows=N" for threads that hold N short rows, " tiled" for rows copied through shared memory,
 /// " head" for rows that peel a misaligned head, " stash=N" for tiles kept in shared memory,
@@ -643,13 +654,7 @@ constexpr plan plan_for(direction dir, std::int64_t rows, std::int64_t cols, row
 /// " hinted" for split CTAs that give L2 hints (detail::configs::split_hinted) and
 /// " workspace=output" for a split's workspace kept in the output.
 inline std::string to_string(plan const& p) {
-  const char* algo = p.algo == algorithm::registers   ? "registers"
-                     : p.algo == algorithm::cluster   ? "cluster"
-                     : p.algo == algorithm::streaming ? "streaming"
-                     : p.algo == algorithm::split     ? "split"
-                     : p.algo == algorithm::staged    ? "staged"
-                                                      : "staged split";
-  std::string s = algo;
+  std::string s = to_string(p.algo);
   if (p.cluster_size > 1) s += " x" + std::to_string(p.cluster_size);
   if (p.algo == algorithm::split || p.algo == algorithm::staged_split)
     s += " " + std::to_string(p.row_groups) + "x" + std::to_string(p.split_ctas) + " ctas";

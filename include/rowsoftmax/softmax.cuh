@@ -118,9 +118,9 @@ cudaError_t launch_call(Call const& call, void* workspace, std::size_t* workspac
 /// @return cudaSuccess; cudaErrorInvalidValue for bad arguments (null pointer, misaligned
 ///         pointer, negative size, cols == 0, stride < cols, offsets overflowing int64, in-place
 ///         with unequal strides, an output overlapping an input otherwise), in which case nothing
-///         is launched or written; or the error of
-///         the launch. Special values follow torch.softmax: a NaN or +inf in a row makes the
-///         whole row NaN; a row of only -inf is NaN; -inf elements of other rows give 0.
+///         is launched or written; or the error of the launch. Special values follow
+///         torch.softmax: a NaN or +inf in a row makes the whole row NaN; a row of only -inf
+///         is NaN; -inf elements of other rows give 0.
 ///
 /// Asynchronous: never synchronizes, never allocates, safe to capture in a CUDA graph. The
 /// first call per device (and per cluster kernel) queries device attributes once.
