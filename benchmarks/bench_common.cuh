@@ -363,6 +363,65 @@ void fused_benchmark(benchmark::State& state, std::string const& name, direction
   report<T>(state, r, dir, pl, log ? " [log]" : " [scaled]", rows, cols, bytes, us, b2b_us);
 }
 
+/// A masked benchmark's masks: `causal`, square score matrices (queries = cols, top-left:
+/// query q keeps q + 1 columns, half the row on average); `lengths`, a length a row, spread
+/// over [1, cols] (half on average).
+enum class mask_variant { causal, lengths };
+
+/// One masked softmax benchmark (masked_softmax_options, scale 1/8), planned, forward or
+/// backward; the bytes count what moves: the kept columns read (backward: of dy and y), every
+/// column written, the lengths read.
+template <class T>
+void masked_benchmark(benchmark::State& state, std::string const& name, direction dir,
+                      mask_variant variant, std::int64_t rows, std::int64_t cols) {
+  pool& p = pool::get();
+  T* a = p.as<T>(0);
+  T* b = p.as<T>(1);
+  T* c = p.as<T>(2);
+  masked_softmax_options o;
+  o.scale = 0.125f;
+  std::vector<int> lengths;
+  double kept = 0;
+  if (variant == mask_variant::causal) {
+    o.queries = cols;
+    o.causal = true;
+    kept = static_cast<double>(rows) * static_cast<double>(cols + 1) / 2;
+  } else {
+    lengths.resize(static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      lengths[static_cast<std::size_t>(r)] = static_cast<int>(1 + (r * 7919) % cols);
+      kept += static_cast<double>(lengths[static_cast<std::size_t>(r)]);
+    }
+  }
+  int* len = nullptr;
+  if (!lengths.empty()) {
+    check(cudaMalloc(&len, lengths.size() * sizeof(int)), "lengths");
+    check(cudaMemcpy(len, lengths.data(), lengths.size() * sizeof(int), cudaMemcpyHostToDevice),
+          "lengths");
+    o.lengths = len;
+  }
+  plan pl;
+  if (dir == direction::forward) {
+    check(fused_forward_plan<T>(a, cols, b, cols, rows, cols, o, false, &pl), "plan");
+  } else {
+    check(fused_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, o, false, &pl), "plan");
+  }
+  const auto launch = [&]() -> cudaError_t {
+    if (dir == direction::forward) return softmax_forward<T>(a, cols, b, cols, rows, cols, o);
+    return softmax_backward<T>(a, cols, b, cols, c, cols, rows, cols, o);
+  };
+  const double us = time_launches(state, launch);
+  result& r = results()[name];
+  const double b2b_us = us <= 0 ? 0.0 : r.b2b_us > 0 ? r.b2b_us : time_back_to_back(launch, us);
+  if (len) check(cudaFree(len), "lengths");
+  const double bytes = (static_cast<double>(dir == direction::forward ? 1 : 2) * kept +
+                        static_cast<double>(rows) * static_cast<double>(cols)) *
+                           sizeof(T) +
+                       4.0 * static_cast<double>(lengths.size());
+  report<T>(state, r, dir, pl, variant == mask_variant::causal ? " [causal]" : " [lengths]", rows,
+            cols, bytes, us, b2b_us);
+}
+
 /// Registers the sweeps for one element type (defined in bench_<type>.cu).
 void register_float();
 void register_half();
@@ -604,6 +663,21 @@ void register_type() {
             (long_row ? "/long/workspace" : "") + "/cols:" + std::to_string(cols);
         register_timed(name, [=](benchmark::State& s) {
           fused_benchmark<T>(s, name, dir, variant, rows, cols, long_row);
+        });
+      }
+  // The masked launchers: "fused/<causal|lengths>/<dir>/<dtype>/cols:N", rows * cols = 2^27.
+  for (direction dir : {direction::forward, direction::backward})
+    for (mask_variant variant : {mask_variant::causal, mask_variant::lengths})
+      for (std::int64_t cols : variant == mask_variant::causal
+                                   ? std::vector<std::int64_t>{512, 2048, 4096}
+                                   : std::vector<std::int64_t>{4096, 32000, 131072}) {
+        const std::int64_t rows = sweep_elems / cols;
+        const std::string name = std::string("fused/") +
+                                 (variant == mask_variant::causal ? "causal/" : "lengths/") +
+                                 (dir == direction::forward ? "forward/" : "backward/") +
+                                 dtype_name<T>() + "/cols:" + std::to_string(cols);
+        register_timed(name, [=](benchmark::State& s) {
+          masked_benchmark<T>(s, name, dir, variant, rows, cols);
         });
       }
   register_probes<T>();

@@ -25,10 +25,94 @@ struct fused_case {
   bool row_scales = false;
   bool lse = false;
   empty_rows empty = empty_rows::nan;
+  // Prefix masks (masked_softmax_options, the masked launchers) where `lengths` or `causal`.
+  int lengths = 0;  // 0: none; 1: one a row; 2: one a batch; 3: one a (batch, query)
+  bool causal = false;
+  int diagonal = 0;  // 0: 0 (top-left); 1: cols - queries (bottom-right); 2: -2
+  bool masked() const { return lengths != 0 || causal; }
   std::string str() const {
     return std::string(log ? "log-softmax" : "softmax") + " scale " + std::to_string(scale) +
            (row_scales ? " row scales" : "") + (lse ? " lse" : "") +
-           (empty == empty_rows::zero ? " empty->0" : " empty->nan");
+           (empty == empty_rows::zero ? " empty->0" : " empty->nan") +
+           (lengths != 0 ? " lengths mode " + std::to_string(lengths) : "") +
+           (causal ? " causal diagonal mode " + std::to_string(diagonal) : "");
+  }
+};
+
+/// The (heads, queries) a masked test reads its rows as: some of each where the rows divide.
+struct attention_shape {
+  std::int64_t heads;
+  std::int64_t queries;
+};
+inline attention_shape attention_of(std::int64_t rows) {
+  std::int64_t q = std::max<std::int64_t>(1, rows / 4);
+  while (rows % q != 0) --q;
+  std::int64_t h = std::min<std::int64_t>(rows / q, 3);
+  while ((rows / q) % h != 0) --h;
+  return {h, q};
+}
+
+/// A masked case's lengths (host copy, strides) and the columns each row keeps, computed here
+/// apart from the library's kernels.
+struct prefix_masks {
+  attention_shape at{1, 1};
+  std::vector<int> lengths;
+  broadcast_strides strides{};
+  std::int64_t diagonal = 0;
+  std::vector<std::int64_t> kept;  // one a row
+
+  prefix_masks(fused_case const& c, std::int64_t rows, std::int64_t cols, rng& g) {
+    kept.assign(static_cast<std::size_t>(rows), cols);
+    if (!c.masked() || rows == 0) return;
+    at = attention_of(rows);
+    const std::int64_t h = at.heads, q = at.queries, b = rows / (h * q);
+    diagonal = c.diagonal == 0 ? 0 : c.diagonal == 1 ? cols - q : -2;
+    std::int64_t n = 0;
+    if (c.lengths == 1) {
+      strides = {h * q, q, 1};
+      n = rows;
+    } else if (c.lengths == 2) {
+      strides = {1, 0, 0};
+      n = b;
+    } else if (c.lengths == 3) {
+      strides = {q, 0, 1};
+      n = b * q;
+    }
+    lengths.resize(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+      int v = static_cast<int>(g.below(cols + 1));
+      if (i % 3 == 2) v = static_cast<int>(cols);
+      if (i % 5 == 4) v = 0;
+      if (i % 7 == 6) v = static_cast<int>(cols + 3);
+      if (i % 11 == 10) v = -2;
+      if (i % 13 == 12) v = 1;
+      lengths[static_cast<std::size_t>(i)] = v;
+    }
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t qi = r % q, hi = r / q % h, bi = r / (h * q);
+      std::int64_t k = cols;
+      if (c.causal) k = std::min(k, std::max<std::int64_t>(qi + diagonal + 1, 0));
+      if (c.lengths != 0) {
+        const int len = lengths[static_cast<std::size_t>(bi * strides.batch + hi * strides.head +
+                                                         qi * strides.query)];
+        k = std::min<std::int64_t>(k, std::max(len, 0));
+      }
+      kept[static_cast<std::size_t>(r)] = k;
+    }
+  }
+
+  /// The masked options of case `c`, its lengths at `device_lengths`.
+  masked_softmax_options options(fused_case const& c, softmax_options const& base,
+                                 int const* device_lengths) const {
+    masked_softmax_options o;
+    static_cast<softmax_options&>(o) = base;
+    o.heads = at.heads;
+    o.queries = at.queries;
+    o.lengths = c.lengths != 0 ? device_lengths : nullptr;
+    o.lengths_strides = strides;
+    o.causal = c.causal;
+    o.diagonal = diagonal;
+    return o;
   }
 };
 
@@ -89,11 +173,12 @@ struct fused_launcher {
     return graph ? run_as_graph(enqueue) : enqueue(nullptr);
   }
 
-  template <bool Log>
+  template <bool Log, class Options>
   cudaError_t forward(T const* x, std::int64_t xs, T* y, std::int64_t ys, std::int64_t rows,
-                      std::int64_t cols, softmax_options const& o) const {
-    const detail::fused_forward_call<T, Log> call(x, xs, y, ys, rows, cols, o);
-    return go<detail::fused_forward_op<T, Log>>(
+                      std::int64_t cols, Options const& o) const {
+    constexpr bool masked = std::is_same_v<Options, masked_softmax_options>;
+    const detail::fused_forward_call<T, Log, masked> call(x, xs, y, ys, rows, cols, o);
+    return go<detail::fused_forward_op<T, Log, masked>>(
         call, [&](void* w, std::size_t* b, cudaStream_t s) -> cudaError_t {
           if constexpr (Log) {
             return b ? log_softmax_forward(w, b, x, xs, y, ys, rows, cols, o, s)
@@ -104,12 +189,13 @@ struct fused_launcher {
           }
         });
   }
-  template <bool Log>
+  template <bool Log, class Options>
   cudaError_t backward(T const* dy, std::int64_t dys, T const* y, std::int64_t ys, T* dx,
                        std::int64_t dxs, std::int64_t rows, std::int64_t cols,
-                       softmax_options const& o) const {
-    const detail::fused_backward_call<T, Log> call(dy, dys, y, ys, dx, dxs, rows, cols, o);
-    return go<detail::fused_backward_op<T, Log>>(
+                       Options const& o) const {
+    constexpr bool masked = std::is_same_v<Options, masked_softmax_options>;
+    const detail::fused_backward_call<T, Log, masked> call(dy, dys, y, ys, dx, dxs, rows, cols, o);
+    return go<detail::fused_backward_op<T, Log, masked>>(
         call, [&](void* w, std::size_t* b, cudaStream_t s) -> cudaError_t {
           if constexpr (Log) {
             return b ? log_softmax_backward(w, b, dy, dys, y, ys, dx, dxs, rows, cols, o, s)
@@ -160,11 +246,14 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
       make_special_row(x, s.in_offset + r * xs, s.cols, r, g);
   const std::vector<float> rs = draw_row_scales(s.rows, g);
   const std::vector<float> scales = row_scales_of(c, rs, s.rows);
+  const prefix_masks masks(c, s.rows, s.cols, g);
   std::vector<T> y_init =
       s.in_place ? x : std::vector<T>(buffer_elems<T>(s.out_offset, ys, s), poison<T>());
 
   device_buffer<T> x_buf(x.size()), y_buf(s.in_place ? 1 : y_init.size());
   device_buffer<float> rs_buf(rs.size()), lse_buf(static_cast<std::size_t>(s.rows) + 16);
+  device_buffer<int> len_buf(std::max<std::size_t>(masks.lengths.size(), 1));
+  if (!masks.lengths.empty()) ROWSOFTMAX_CUDA_OK(len_buf.upload(masks.lengths));
   ASSERT_NE(x_buf.ptr, nullptr);
   ASSERT_NE(y_buf.ptr, nullptr);
   ASSERT_NE(rs_buf.ptr, nullptr);
@@ -181,8 +270,14 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
   o.row_scale = c.row_scales ? rs_buf.ptr : nullptr;
   o.row_lse = c.lse ? lse_buf.ptr : nullptr;
   o.empty = c.empty;
-  ROWSOFTMAX_CUDA_OK(c.log ? launch.template forward<true>(xp, xs, yp, ys, s.rows, s.cols, o)
-                           : launch.template forward<false>(xp, xs, yp, ys, s.rows, s.cols, o));
+  if (c.masked()) {
+    const masked_softmax_options mo = masks.options(c, o, len_buf.ptr);
+    ROWSOFTMAX_CUDA_OK(c.log ? launch.template forward<true>(xp, xs, yp, ys, s.rows, s.cols, mo)
+                             : launch.template forward<false>(xp, xs, yp, ys, s.rows, s.cols, mo));
+  } else {
+    ROWSOFTMAX_CUDA_OK(c.log ? launch.template forward<true>(xp, xs, yp, ys, s.rows, s.cols, o)
+                             : launch.template forward<false>(xp, xs, yp, ys, s.rows, s.cols, o));
+  }
   ROWSOFTMAX_CUDA_OK(cudaGetLastError());
   ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
   std::vector<T> out;
@@ -194,9 +289,13 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
   auto ref_row = [&](std::int64_t r, std::vector<double>& ref, std::vector<double>& scale) {
     std::vector<double> z(static_cast<std::size_t>(s.cols));
     const float sr = scales[static_cast<std::size_t>(r)];
+    const std::int64_t kept = masks.kept[static_cast<std::size_t>(r)];
     for (std::int64_t j = 0; j < s.cols; ++j)
       z[static_cast<std::size_t>(j)] =
-          logit(sr, dtype<T>::to_double(x[static_cast<std::size_t>(s.in_offset + r * xs + j)]));
+          j >= kept
+              ? -std::numeric_limits<double>::infinity()
+              : logit(sr,
+                      dtype<T>::to_double(x[static_cast<std::size_t>(s.in_offset + r * xs + j)]));
     lse_ref[static_cast<std::size_t>(r)] = reference_fused_forward(z, c.log, c.empty, ref);
     // Log-softmax: the error of (z - M) - ln S is relative to the terms' size, at least 1 (ln S).
     for (std::size_t j = 0; j < ref.size(); ++j)
@@ -259,11 +358,14 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
       std::max<std::int64_t>(1, (std::int64_t{1} << 18) / s.cols));
   const std::vector<float> rs = draw_row_scales(s.rows, g);
   const std::vector<float> scales = row_scales_of(c, rs, s.rows);
+  const prefix_masks masks(c, s.rows, s.cols, g);
   std::vector<T> dx_init =
       s.in_place ? dy : std::vector<T>(buffer_elems<T>(s.out_offset, out_s, s), poison<T>());
 
   device_buffer<T> dy_buf(dy.size()), y_buf(y.size()), dx_buf(s.in_place ? 1 : dx_init.size());
   device_buffer<float> rs_buf(rs.size());
+  device_buffer<int> len_buf(std::max<std::size_t>(masks.lengths.size(), 1));
+  if (!masks.lengths.empty()) ROWSOFTMAX_CUDA_OK(len_buf.upload(masks.lengths));
   ASSERT_NE(dy_buf.ptr, nullptr);
   ASSERT_NE(y_buf.ptr, nullptr);
   ASSERT_NE(dx_buf.ptr, nullptr);
@@ -279,9 +381,13 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
   o.scale = c.scale;
   o.row_scale = c.row_scales ? rs_buf.ptr : nullptr;
   o.empty = c.empty;
-  ROWSOFTMAX_CUDA_OK(
-      c.log ? launch.template backward<true>(dyp, in_s, yp, in_s, dxp, out_s, s.rows, s.cols, o)
-            : launch.template backward<false>(dyp, in_s, yp, in_s, dxp, out_s, s.rows, s.cols, o));
+  auto launch_with = [&](auto const& opts) {
+    return c.log ? launch.template backward<true>(dyp, in_s, yp, in_s, dxp, out_s, s.rows, s.cols,
+                                                  opts)
+                 : launch.template backward<false>(dyp, in_s, yp, in_s, dxp, out_s, s.rows, s.cols,
+                                                   opts);
+  };
+  ROWSOFTMAX_CUDA_OK(c.masked() ? launch_with(masks.options(c, o, len_buf.ptr)) : launch_with(o));
   ROWSOFTMAX_CUDA_OK(cudaGetLastError());
   ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
   std::vector<T> out;
@@ -290,8 +396,11 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
   auto ref_row = [&](std::int64_t r, std::vector<double>& ref, std::vector<double>& scale) {
     const double sr = scales[static_cast<std::size_t>(r)];
     double dot = 0, dot_abs = 0;
-    std::vector<double> dyr(static_cast<std::size_t>(s.cols)), yr(dyr.size());
-    for (std::int64_t j = 0; j < s.cols; ++j) {
+    // Masked columns: dy and y not read (taken as 0 and -inf), dx exactly 0.
+    const std::int64_t kept = masks.kept[static_cast<std::size_t>(r)];
+    std::vector<double> dyr(static_cast<std::size_t>(s.cols), 0.0),
+        yr(dyr.size(), c.log ? -std::numeric_limits<double>::infinity() : 0.0);
+    for (std::int64_t j = 0; j < kept; ++j) {
       const auto i = static_cast<std::size_t>(s.in_offset + r * in_s + j);
       dyr[static_cast<std::size_t>(j)] = dtype<T>::to_double(dy[i]);
       yr[static_cast<std::size_t>(j)] = dtype<T>::to_double(y[i]);
@@ -302,7 +411,10 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
       dot_abs += std::abs(w);
     }
     for (std::size_t j = 0; j < dyr.size(); ++j) {
-      if (c.log) {
+      if (static_cast<std::int64_t>(j) >= kept) {
+        ref[j] = 0.0;
+        scale[j] = 0.0;
+      } else if (c.log) {
         const double p = std::exp(yr[j]);
         ref[j] = sr * (dyr[j] - p * dot);
         scale[j] = std::abs(sr) * (std::abs(dyr[j]) + p * dot_abs);
@@ -335,6 +447,19 @@ inline std::vector<fused_case> fused_cases() {
   };
 }
 
+/// The masked cases: lengths in each broadcast, causal with each diagonal, the two together,
+/// with the fused features.
+inline std::vector<fused_case> masked_cases() {
+  return {
+      {false, 1.0f, false, true, empty_rows::nan, 1, false, 0},  // a length a row
+      {true, 1.0f, false, true, empty_rows::zero, 2, false, 0},  // log, a length a batch
+      {false, 0.5f, true, true, empty_rows::zero, 0, true, 0},   // causal top-left
+      {true, -1.5f, false, true, empty_rows::nan, 0, true, 1},   // causal bottom-right
+      {false, 2.0f, false, true, empty_rows::zero, 3, true, 2},  // both, diagonal -2
+      {true, 0.0f, true, true, empty_rows::nan, 3, true, 1},
+  };
+}
+
 template <class T>
 std::vector<shape> fused_layouts(std::int64_t rows, std::int64_t cols) {
   const std::int64_t v = 16 / static_cast<std::int64_t>(sizeof(T));
@@ -350,10 +475,9 @@ std::vector<shape> fused_layouts(std::int64_t rows, std::int64_t cols) {
 // Planned calls over the tiers: short rows (several a thread, tiled), one CTA, clusters, staged
 // (16-bit forward), streaming (in place past a cluster) and split rows (the workspace in the
 // output, and with a workspace), every layout, each case.
-TYPED_TEST_P(Fused, EveryTierPlanned) {
-  using T = TypeParam;
+template <class T>
+void every_tier_planned(std::vector<fused_case> const& cases, std::int64_t salt) {
   const std::int64_t table[] = {1, 7, 33, 130, 1000, 4097, 20000, 50257, 131072, 300001};
-  const auto cases = fused_cases();
   for (std::int64_t cols : table)
     for (std::int64_t rows :
          {std::int64_t{3}, cols <= 1000 ? std::int64_t{517} : std::int64_t{0}}) {
@@ -361,9 +485,10 @@ TYPED_TEST_P(Fused, EveryTierPlanned) {
       const auto ls = fused_layouts<T>(rows, cols);
       for (std::size_t i = 0; i < cases.size(); ++i) {
         const shape s = ls[i % ls.size()];
-        check_fused_forward<T>(s, cases[i], seed_of(cols, rows, static_cast<std::int64_t>(i)));
+        check_fused_forward<T>(s, cases[i],
+                               seed_of(cols, rows, static_cast<std::int64_t>(i) + salt));
         check_fused_backward<T>(s, cases[i],
-                                seed_of(cols, rows, static_cast<std::int64_t>(i) + 50));
+                                seed_of(cols, rows, static_cast<std::int64_t>(i) + 50 + salt));
       }
     }
   // Split rows with a workspace, and rows past a cluster in place (streaming).
@@ -372,27 +497,38 @@ TYPED_TEST_P(Fused, EveryTierPlanned) {
   for (std::int64_t cols : {std::int64_t{600001}, (std::int64_t{1} << 20) + 3})
     for (std::size_t i = 0; i < cases.size(); i += 2) {
       const shape s = fused_layouts<T>(3, cols)[i / 2 % 2];
-      check_fused_forward<T>(s, cases[i], seed_of(cols, 3, static_cast<std::int64_t>(i)),
+      check_fused_forward<T>(s, cases[i], seed_of(cols, 3, static_cast<std::int64_t>(i) + salt),
                              fill::random, with_workspace);
-      check_fused_forward<T>(s, cases[i + 1], seed_of(cols, 3, static_cast<std::int64_t>(i) + 1));
-      check_fused_backward<T>(s, cases[i + 1], seed_of(cols, 3, static_cast<std::int64_t>(i) + 7),
+      check_fused_forward<T>(s, cases[i + 1],
+                             seed_of(cols, 3, static_cast<std::int64_t>(i) + 1 + salt));
+      check_fused_backward<T>(s, cases[i + 1],
+                              seed_of(cols, 3, static_cast<std::int64_t>(i) + 7 + salt),
                               fill::random, with_workspace);
       shape in_place = s;
       in_place.in_place = true;
       check_fused_forward<T>(in_place, cases[i],
-                             seed_of(cols, 3, static_cast<std::int64_t>(i) + 9));
+                             seed_of(cols, 3, static_cast<std::int64_t>(i) + 9 + salt));
       check_fused_backward<T>(in_place, cases[i],
-                              seed_of(cols, 3, static_cast<std::int64_t>(i) + 11));
+                              seed_of(cols, 3, static_cast<std::int64_t>(i) + 11 + salt));
     }
+}
+
+TYPED_TEST_P(Fused, EveryTierPlanned) {
+  every_tier_planned<TypeParam>(fused_cases(), 0);
+}
+
+// The masked launchers (lengths, causal) over the same tiers: the columns they remove are not
+// read, written as 0 (-inf), their dx 0.
+TYPED_TEST_P(Fused, MaskedEveryTierPlanned) {
+  every_tier_planned<TypeParam>(masked_cases(), 1000);
 }
 
 // Special values (NaN, +inf, rows of only -inf, huge, constant) under both empty-row policies,
 // negative and zero scales, over the tiers.
-TYPED_TEST_P(Fused, SpecialValuesAndEmptyRows) {
-  using T = TypeParam;
+template <class T>
+void special_values(std::vector<fused_case> const& cases) {
   fused_launcher<T> with_workspace;
   with_workspace.workspace = true;
-  const auto cases = fused_cases();
   for (std::int64_t cols : {1, 2, 33, 4097, 50257, 300001, 1048579})
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const shape s = fused_layouts<T>(16, cols)[i % 3];
@@ -404,11 +540,17 @@ TYPED_TEST_P(Fused, SpecialValuesAndEmptyRows) {
     }
 }
 
+TYPED_TEST_P(Fused, SpecialValuesAndEmptyRows) {
+  special_values<TypeParam>(fused_cases());
+}
+TYPED_TEST_P(Fused, MaskedSpecialValues) {
+  special_values<TypeParam>(masked_cases());
+}
+
 // Every kernel configuration that can hold the row, forced (as the plain suite's
 // EveryConfigurationThatHoldsTheRow): the fused ops through each kernel, the cases in turn.
-TYPED_TEST_P(Fused, EveryConfigurationThatHoldsTheRow) {
-  using T = TypeParam;
-  const auto cases = fused_cases();
+template <class T>
+void every_configuration(std::vector<fused_case> const& cases) {
   int turn = 0;
   for (std::int64_t cols : {130, 600, 5000, 70000})
     for (shape s : fused_layouts<T>(5, cols)) {
@@ -448,6 +590,13 @@ TYPED_TEST_P(Fused, EveryConfigurationThatHoldsTheRow) {
           check_fused_backward<T>(s, fc, seed_of(cols, c, 62), fill::random, forced);
       }
     }
+}
+
+TYPED_TEST_P(Fused, EveryConfigurationThatHoldsTheRow) {
+  every_configuration<TypeParam>(fused_cases());
+}
+TYPED_TEST_P(Fused, MaskedEveryConfiguration) {
+  every_configuration<TypeParam>(masked_cases());
 }
 
 // A captured graph reads the per-row scales when it runs: replayed after new scales are copied
@@ -524,6 +673,41 @@ TYPED_TEST_P(Fused, RefusedOptionsWriteNothing) {
   for (std::size_t i = 0; i < y.size(); ++i) ASSERT_TRUE(same_bits(y[i], poisoned[i])) << i;
 }
 
+// Refused masks launch nothing: the output keeps its bytes.
+TYPED_TEST_P(Fused, RefusedMasksWriteNothing) {
+  using T = TypeParam;
+  constexpr std::int64_t rows = 6, cols = 100;
+  device_buffer<T> x_buf(rows * cols), y_buf(rows * cols);
+  device_buffer<int> len(8);
+  const std::vector<T> poisoned(rows * cols, poison<T>());
+  ROWSOFTMAX_CUDA_OK(y_buf.upload(poisoned));
+  ROWSOFTMAX_CUDA_OK(x_buf.upload(poisoned));
+  masked_softmax_options bad[7];
+  bad[0].heads = 0;
+  bad[1].queries = 4;  // 6 rows are no multiple of 4
+  bad[2].heads = 2;
+  bad[2].queries = 2;
+  bad[3].lengths = reinterpret_cast<int const*>(reinterpret_cast<char const*>(len.ptr) + 2);
+  bad[4].lengths = len.ptr;
+  bad[4].lengths_strides.query = -1;
+  bad[5].lengths = reinterpret_cast<int const*>(y_buf.ptr) + 3;  // the output
+  bad[6].lengths = len.ptr;
+  bad[6].lengths_strides.batch = std::int64_t{1} << 61;
+  for (auto const& o : bad) {
+    EXPECT_EQ(softmax_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o),
+              cudaErrorInvalidValue);
+    EXPECT_EQ(
+        log_softmax_backward(x_buf.ptr, cols, x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o),
+        cudaErrorInvalidValue);
+    const char* why = explain_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o);
+    EXPECT_NE(why, nullptr);
+  }
+  ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<T> y;
+  ROWSOFTMAX_CUDA_OK(y_buf.download(y));
+  for (std::size_t i = 0; i < y.size(); ++i) ASSERT_TRUE(same_bits(y[i], poisoned[i])) << i;
+}
+
 // compute-sanitizer's subset of the fused ops: a short row, a cluster row, a staged or split
 // row with the workspace in the output, each direction and both ops, tensors that end where their
 // allocations do.
@@ -537,11 +721,16 @@ TYPED_TEST_P(Fused, SanitizerSubset) {
     check_fused_forward<T>(s, cases[2], seed_of(cols, 71));
     check_fused_backward<T>(s, cases[1], seed_of(cols, 72));
     check_fused_backward<T>(s, cases[2], seed_of(cols, 73));
+    // Masked: columns not read past each row's kept prefix.
+    check_fused_forward<T>(s, masked_cases()[4], seed_of(cols, 74));
+    check_fused_backward<T>(s, masked_cases()[5], seed_of(cols, 75));
   }
 }
 
-REGISTER_TYPED_TEST_SUITE_P(Fused, EveryTierPlanned, SpecialValuesAndEmptyRows,
-                            EveryConfigurationThatHoldsTheRow, GraphReadsRowScalesWhenItRuns,
-                            RefusedOptionsWriteNothing, SanitizerSubset);
+REGISTER_TYPED_TEST_SUITE_P(Fused, EveryTierPlanned, MaskedEveryTierPlanned,
+                            SpecialValuesAndEmptyRows, MaskedSpecialValues,
+                            EveryConfigurationThatHoldsTheRow, MaskedEveryConfiguration,
+                            GraphReadsRowScalesWhenItRuns, RefusedOptionsWriteNothing,
+                            RefusedMasksWriteNothing, SanitizerSubset);
 
 }  // namespace rowsoftmax::test

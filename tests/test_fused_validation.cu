@@ -94,3 +94,66 @@ TEST(FusedValidation, TensorRulesComeFirst) {
   EXPECT_EQ(rowsoftmax::log_softmax_forward<float>(x, 8, y, 8, 0, 8), cudaSuccess);
   EXPECT_EQ(rowsoftmax::softmax_forward<float>(x, 8, y, 8, 0, 8, o), bad);
 }
+
+// The masks' rules (masked_softmax_options), by the plan queries and explanations: they compile
+// no kernel, and a refused plan query is a refused launch (the launchers check through them).
+TEST(FusedValidation, MasksAreCheckedAndExplained) {
+  float* x = fake<float>(0x10000);
+  float* y = fake<float>(0x20000);
+  int const* lengths = fake<int const>(0x40000);
+  rowsoftmax::masked_softmax_options bad_masks[8];
+  bad_masks[0].heads = 0;
+  bad_masks[1].queries = -2;
+  bad_masks[2].queries = 3;  // 4 rows
+  bad_masks[3].heads = 8;    // more than the rows
+  bad_masks[4].lengths = fake<int const>(0x40002);
+  bad_masks[5].lengths = lengths;
+  bad_masks[5].lengths_strides.head = -1;
+  bad_masks[6].lengths = fake<int const>(0x20004);  // inside y's rows
+  bad_masks[7].lengths = lengths;
+  bad_masks[7].lengths_strides.batch = std::int64_t{1} << 62;
+  const char* rules[8] = {
+      "options.heads (0) and options.queries (1) must be >= 1 and divide rows as rows = batches * "
+      "heads * queries",
+      "options.heads (1) and options.queries (-2) must be >= 1 and divide rows as rows = batches "
+      "* heads * queries",
+      "options.heads (1) and options.queries (3) must be >= 1 and divide rows as rows = batches * "
+      "heads * queries",
+      "options.heads (8) and options.queries (1) must be >= 1 and divide rows as rows = batches * "
+      "heads * queries",
+      "options.lengths (0x40002) is not 4-byte aligned",
+      "options.lengths_strides (1, -1, 0) has a negative stride",
+      "options.lengths (0x20004) shares memory with the output or options.row_lse",
+      "options.lengths_strides (4611686018427387904, 0, 0) span more than 2^62 bytes"};
+  for (int i = 0; i < 8; ++i) {
+    auto const& o = bad_masks[i];
+    SCOPED_TRACE(rules[i]);
+    rowsoftmax::plan p;
+    EXPECT_EQ(rowsoftmax::fused_forward_plan<float>(x, 8, y, 8, 4, 8, o, true, &p), bad);
+    EXPECT_EQ(why(rowsoftmax::explain_forward<float>(x, 8, y, 8, 4, 8, o)), rules[i]);
+    EXPECT_EQ(why(rowsoftmax::explain_backward<float>(x, 8, x, 8, y, 8, 4, 8, o)), rules[i]);
+  }
+  // lengths overlapping row_lse (forward only), and a good attention layout with broadcasts.
+  rowsoftmax::masked_softmax_options o;
+  o.lengths = lengths;
+  o.row_lse = fake<float>(0x40008);
+  EXPECT_EQ(why(rowsoftmax::explain_forward<float>(x, 8, y, 8, 4, 8, o)),
+            "options.lengths (0x40000) shares memory with the output or options.row_lse");
+  EXPECT_EQ(rowsoftmax::explain_backward<float>(x, 8, x, 8, y, 8, 4, 8, o), nullptr);
+  o.row_lse = nullptr;
+  o.heads = 2;
+  o.queries = 4;
+  o.lengths_strides = {4, 0, 1};  // a length a (batch, query), broadcast over heads
+  o.causal = true;
+  o.diagonal = std::numeric_limits<std::int64_t>::min();
+  EXPECT_EQ(rowsoftmax::explain_forward<float>(x, 8, y, 8, 24, 8, o), nullptr);
+  rowsoftmax::plan masked, plain;
+  ASSERT_EQ(rowsoftmax::fused_forward_plan<float>(x, 8, y, 8, 24, 8, o, false, &masked),
+            cudaSuccess);
+  ASSERT_EQ(rowsoftmax::fused_forward_plan<float>(x, 8, y, 8, 24, 8, rowsoftmax::softmax_options{},
+                                                  false, &plain),
+            cudaSuccess);
+  EXPECT_EQ(rowsoftmax::to_string(masked), rowsoftmax::to_string(plain));  // the same tiers
+  // No rows: any layout of valid heads and queries.
+  EXPECT_EQ(rowsoftmax::explain_forward<float>(x, 8, y, 8, 0, 8, o), nullptr);
+}

@@ -25,7 +25,63 @@ enum class option_rule : unsigned char {
   bad_empty_rows,        ///< options.empty is not an empty_rows value
   row_scale_overlaps,    ///< options.row_scale shares bytes with the output
   row_lse_overlaps,      ///< options.row_lse shares bytes with a tensor or row_scale (forward)
+  bad_layout,            ///< heads or queries < 1, or rows not a multiple of heads * queries
+  lengths_misaligned,    ///< options.lengths is not 4-byte aligned
+  negative_stride,       ///< a stride of options.lengths_strides is negative
+  lengths_too_large,     ///< options.lengths' span does not fit the address space
+  lengths_overlaps,      ///< options.lengths shares bytes with the output or row_lse
 };
+
+/// The bytes an operand broadcast with `st` over rows of layout (heads, queries) spans: to its
+/// element of the last row's (batch, head, query), plus one; 0 where it does not fit 64 bits.
+inline std::uint64_t broadcast_span(broadcast_strides const& st, std::int64_t rows,
+                                    std::int64_t heads, std::int64_t queries,
+                                    std::size_t elem_size) noexcept {
+  const std::uint64_t limit = UINT64_MAX / 4;
+  const std::int64_t batches = rows / (heads * queries);
+  const std::int64_t last[3] = {batches - 1, heads - 1, queries - 1};
+  const std::int64_t stride[3] = {st.batch, st.head, st.query};
+  std::uint64_t end = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto n = static_cast<std::uint64_t>(last[i]), d = static_cast<std::uint64_t>(stride[i]);
+    if (n != 0 && d > limit / n) return 0;
+    end += n * d;  // each term < 2^62, three of them: no wrap
+  }
+  if (end >= limit / elem_size) return 0;
+  return (end + 1) * elem_size;
+}
+
+/// The rules of masked_softmax_options beyond softmax_options' (check_options).
+template <std::size_t N>
+option_rule check_masks(masked_softmax_options const& o, direction dir, tensor_arg const (&t)[N],
+                        std::size_t elem_size, std::int64_t rows, std::int64_t cols) noexcept {
+  if (o.heads < 1 || o.queries < 1) return option_rule::bad_layout;
+  if (rows > 0 && (o.heads > rows || o.queries > rows || rows % o.heads != 0 ||
+                   (rows / o.heads) % o.queries != 0))
+    return option_rule::bad_layout;
+  if (o.lengths == nullptr) return option_rule::ok;
+  if (reinterpret_cast<std::uintptr_t>(o.lengths) % alignof(int) != 0)
+    return option_rule::lengths_misaligned;
+  if (o.lengths_strides.batch < 0 || o.lengths_strides.head < 0 || o.lengths_strides.query < 0)
+    return option_rule::negative_stride;
+  if (rows == 0) return option_rule::ok;
+  const std::uint64_t span =
+      broadcast_span(o.lengths_strides, rows, o.heads, o.queries, sizeof(int));
+  if (span == 0) return option_rule::lengths_too_large;
+  const auto at = reinterpret_cast<std::uintptr_t>(o.lengths);
+  for (std::size_t i = 0; i < N; ++i)
+    if (t[i].output && ranges_meet(at, span, reinterpret_cast<std::uintptr_t>(t[i].ptr),
+                                   (static_cast<std::uint64_t>(rows - 1) *
+                                        static_cast<std::uint64_t>(t[i].stride) +
+                                    static_cast<std::uint64_t>(cols)) *
+                                       elem_size))
+      return option_rule::lengths_overlaps;
+  if (dir == direction::forward && o.row_lse != nullptr &&
+      ranges_meet(at, span, reinterpret_cast<std::uintptr_t>(o.row_lse),
+                  static_cast<std::uint64_t>(rows) * sizeof(float)))
+    return option_rule::lengths_overlaps;
+  return option_rule::ok;
+}
 
 /// Checks a fused call's options (after its tensors pass check_args); never touches the device.
 /// The per-row arrays are checked against the tensors by address range (a row array of `rows`
@@ -61,14 +117,77 @@ option_rule check_options(softmax_options const& o, direction dir, tensor_arg co
   return option_rule::ok;
 }
 
-/// check_options for a call (fused_forward_call, fused_backward_call).
+/// check_options (and, masked, check_masks) for a call (fused_forward_call, fused_backward_call).
 template <class Call>
 option_rule check_call_options(Call const& call) noexcept {
-  return check_options(call.options, Call::op::dir, call.tensors,
-                       sizeof(typename Call::op::value_type), call.args.rows, call.args.cols);
+  constexpr std::size_t elem = sizeof(typename Call::op::value_type);
+  const option_rule r = check_options(call.options, Call::op::dir, call.tensors, elem,
+                                      call.args.rows, call.args.cols);
+  if constexpr (Call::masked) {
+    if (r == option_rule::ok)
+      return check_masks(call.options, Call::op::dir, call.tensors, elem, call.args.rows,
+                         call.args.cols);
+  }
+  return r;
 }
 
-inline const char* explain_options(option_rule r, softmax_options const& o) noexcept {
+/// The options type of a fused call: masked_softmax_options where `Masked`.
+template <bool Masked>
+using options_of = std::conditional_t<Masked, masked_softmax_options, softmax_options>;
+
+/// The prefix masks of a call's options (none where the call is not masked).
+inline prefix_mask masks_of(softmax_options const&, std::int64_t) noexcept {
+  return {};
+}
+inline prefix_mask masks_of(masked_softmax_options const& o, std::int64_t cols) noexcept {
+  return prefix_mask::of(o, cols);
+}
+
+/// The message of a masked_softmax_options rule into `b` (`n` bytes).
+inline void explain_masks(option_rule r, masked_softmax_options const& o, char* b,
+                          std::size_t n) noexcept {
+  switch (r) {
+    case option_rule::bad_layout:
+      std::snprintf(b, n,
+                    "options.heads (%lld) and options.queries (%lld) must be >= 1 and divide rows "
+                    "as rows = batches * heads * queries",
+                    static_cast<long long>(o.heads), static_cast<long long>(o.queries));
+      break;
+    case option_rule::lengths_misaligned:
+      std::snprintf(b, n, "options.lengths (%p) is not 4-byte aligned",
+                    static_cast<void const*>(o.lengths));
+      break;
+    case option_rule::negative_stride:
+      std::snprintf(b, n, "options.lengths_strides (%lld, %lld, %lld) has a negative stride",
+                    static_cast<long long>(o.lengths_strides.batch),
+                    static_cast<long long>(o.lengths_strides.head),
+                    static_cast<long long>(o.lengths_strides.query));
+      break;
+    case option_rule::lengths_too_large:
+      std::snprintf(b, n, "options.lengths_strides (%lld, %lld, %lld) span more than 2^62 bytes",
+                    static_cast<long long>(o.lengths_strides.batch),
+                    static_cast<long long>(o.lengths_strides.head),
+                    static_cast<long long>(o.lengths_strides.query));
+      break;
+    case option_rule::lengths_overlaps:
+      std::snprintf(b, n, "options.lengths (%p) shares memory with the output or options.row_lse",
+                    static_cast<void const*>(o.lengths));
+      break;
+    default:
+      break;
+  }
+}
+
+/// masked_softmax_options of `o` where it is one (the fields the masked rules explain).
+inline masked_softmax_options const* masked_of(softmax_options const&) noexcept {
+  return nullptr;
+}
+inline masked_softmax_options const* masked_of(masked_softmax_options const& o) noexcept {
+  return &o;
+}
+
+template <class Options>
+const char* explain_options(option_rule r, Options const& o) noexcept {
   char* b = explain_buffer();
   constexpr std::size_t n = explain_buffer_size;
   switch (r) {
@@ -97,47 +216,79 @@ inline const char* explain_options(option_rule r, softmax_options const& o) noex
       std::snprintf(b, n, "options.row_lse (%p) shares memory with a tensor or options.row_scale",
                     static_cast<void const*>(o.row_lse));
       break;
+    default:
+      if (masked_softmax_options const* m = masked_of(o)) {
+        explain_masks(r, *m, b, n);
+      }
+      break;
   }
   return b;
 }
 
 /// One call of a fused forward launcher: forward_call's tensors, the options and the op's
-/// arguments.
-template <class T, bool Log>
+/// arguments; `Masked`: with masked_softmax_options.
+template <class T, bool Log, bool Masked = false>
 struct fused_forward_call {
   static_assert(supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  using op = fused_forward_op<T, Log>;
+  using op = fused_forward_op<T, Log, Masked>;
+  static constexpr bool masked = Masked;
   static constexpr char const* names[2] = {"x", "y"};
   tensor_arg tensors[2];
-  softmax_options options;
+  options_of<Masked> options;
   typename op::args args;
   fused_forward_call(T const* x, std::int64_t x_row_stride, T const* y, std::int64_t y_row_stride,
-                     std::int64_t rows, std::int64_t cols, softmax_options const& o) noexcept
+                     std::int64_t rows, std::int64_t cols, options_of<Masked> const& o) noexcept
       : tensors{{x, x_row_stride, false}, {y, y_row_stride, true}},
         options(o),
-        args{x, x_row_stride, const_cast<T*>(y), y_row_stride, rows, cols, fused_params::of(o), 0} {
-  }
+        args{x, x_row_stride,     const_cast<T*>(y), y_row_stride, rows, cols, fused_params::of(o),
+             0, masks_of(o, cols)} {}
   bool options_ok() const noexcept { return check_call_options(*this) == option_rule::ok; }
 };
 
 /// One call of a fused backward launcher.
-template <class T, bool Log>
+template <class T, bool Log, bool Masked = false>
 struct fused_backward_call {
   static_assert(supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  using op = fused_backward_op<T, Log>;
+  using op = fused_backward_op<T, Log, Masked>;
+  static constexpr bool masked = Masked;
   static constexpr char const* names[3] = {"dy", "y", "dx"};
   tensor_arg tensors[3];
-  softmax_options options;
+  options_of<Masked> options;
   typename op::args args;
   fused_backward_call(T const* dy, std::int64_t dy_row_stride, T const* y,
                       std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
-                      std::int64_t rows, std::int64_t cols, softmax_options const& o) noexcept
+                      std::int64_t rows, std::int64_t cols, options_of<Masked> const& o) noexcept
       : tensors{{dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}},
         options(o),
-        args{dy,   dy_row_stride,       y, y_row_stride, const_cast<T*>(dx), dx_row_stride, rows,
-             cols, fused_params::of(o), 0} {}
+        args{
+            dy,   dy_row_stride,       y, y_row_stride,     const_cast<T*>(dx), dx_row_stride, rows,
+            cols, fused_params::of(o), 0, masks_of(o, cols)} {}
   bool options_ok() const noexcept { return check_call_options(*this) == option_rule::ok; }
 };
+
+/// A fused forward launch (`Masked` from the options' type): the launchers below in one place.
+template <bool Log, class T, class Options>
+cudaError_t launch_fused_forward(void* workspace, std::size_t* workspace_bytes, T const* x,
+                                 std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                                 std::int64_t rows, std::int64_t cols, Options const& options,
+                                 cudaStream_t stream) noexcept {
+  constexpr bool masked = std::is_same_v<Options, masked_softmax_options>;
+  return launch_call(
+      fused_forward_call<T, Log, masked>(x, x_row_stride, y, y_row_stride, rows, cols, options),
+      workspace, workspace_bytes, stream);
+}
+
+template <bool Log, class T, class Options>
+cudaError_t launch_fused_backward(void* workspace, std::size_t* workspace_bytes, T const* dy,
+                                  std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
+                                  T* dx, std::int64_t dx_row_stride, std::int64_t rows,
+                                  std::int64_t cols, Options const& options,
+                                  cudaStream_t stream) noexcept {
+  constexpr bool masked = std::is_same_v<Options, masked_softmax_options>;
+  return launch_call(fused_backward_call<T, Log, masked>(dy, dy_row_stride, y, y_row_stride, dx,
+                                                         dx_row_stride, rows, cols, options),
+                     workspace, workspace_bytes, stream);
+}
 
 template <class Call>
 const char* explain_fused(Call const& call) noexcept {
@@ -171,9 +322,32 @@ template <class T>
 cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
                             std::int64_t rows, std::int64_t cols, softmax_options const& options,
                             cudaStream_t stream = nullptr) noexcept {
-  return detail::launch_call(
-      detail::fused_forward_call<T, false>(x, x_row_stride, y, y_row_stride, rows, cols, options),
-      nullptr, nullptr, stream);
+  return detail::launch_fused_forward<false>(nullptr, nullptr, x, x_row_stride, y, y_row_stride,
+                                             rows, cols, options, stream);
+}
+
+/// @brief Masked softmax, strided rows: the fused softmax_forward over the columns each row's
+/// prefix masks keep (masked_softmax_options: lengths, causal), the others written as 0 and not
+/// read. cudaErrorInvalidValue also for the masks' rules (masked_softmax_options), nothing
+/// launched then.
+///
+/// @code
+/// rowsoftmax::masked_softmax_options o;  // scores: batch x heads x queries rows of keys
+/// o.scale = 1.0f / sqrtf(head_dim);
+/// o.heads = heads;
+/// o.queries = queries;
+/// o.causal = true;
+/// o.diagonal = keys - queries;  // bottom-right aligned
+/// o.lengths = key_lengths;      // one a batch: lengths_strides' default
+/// rowsoftmax::softmax_forward(s, keys, p, keys, batch * heads * queries, keys, o, stream);
+/// @endcode
+template <class T>
+cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                            std::int64_t rows, std::int64_t cols,
+                            masked_softmax_options const& options,
+                            cudaStream_t stream = nullptr) noexcept {
+  return detail::launch_fused_forward<false>(nullptr, nullptr, x, x_row_stride, y, y_row_stride,
+                                             rows, cols, options, stream);
 }
 
 /// @brief Fused softmax with a workspace (the convention of the plain workspace overload).
@@ -183,9 +357,20 @@ cudaError_t softmax_forward(void* workspace, std::size_t* workspace_bytes, T con
                             std::int64_t rows, std::int64_t cols, softmax_options const& options,
                             cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
-  return detail::launch_call(
-      detail::fused_forward_call<T, false>(x, x_row_stride, y, y_row_stride, rows, cols, options),
-      workspace, workspace_bytes, stream);
+  return detail::launch_fused_forward<false>(workspace, workspace_bytes, x, x_row_stride, y,
+                                             y_row_stride, rows, cols, options, stream);
+}
+
+/// @brief Masked softmax with a workspace.
+template <class T>
+cudaError_t softmax_forward(void* workspace, std::size_t* workspace_bytes, T const* x,
+                            std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                            std::int64_t rows, std::int64_t cols,
+                            masked_softmax_options const& options,
+                            cudaStream_t stream = nullptr) noexcept {
+  if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
+  return detail::launch_fused_forward<false>(workspace, workspace_bytes, x, x_row_stride, y,
+                                             y_row_stride, rows, cols, options, stream);
 }
 
 /// @brief Row-wise log-softmax, strided rows: `y[i, :] = log_softmax(s_i * x[i, :])`, computed
@@ -197,9 +382,19 @@ cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
                                 std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                 softmax_options const& options,
                                 cudaStream_t stream = nullptr) noexcept {
-  return detail::launch_call(
-      detail::fused_forward_call<T, true>(x, x_row_stride, y, y_row_stride, rows, cols, options),
-      nullptr, nullptr, stream);
+  return detail::launch_fused_forward<true>(nullptr, nullptr, x, x_row_stride, y, y_row_stride,
+                                            rows, cols, options, stream);
+}
+
+/// @brief Masked log-softmax, strided rows: the masked columns written as -inf and not read
+/// (masked_softmax_options).
+template <class T>
+cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
+                                std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
+                                masked_softmax_options const& options,
+                                cudaStream_t stream = nullptr) noexcept {
+  return detail::launch_fused_forward<true>(nullptr, nullptr, x, x_row_stride, y, y_row_stride,
+                                            rows, cols, options, stream);
 }
 
 /// @brief Plain log-softmax (default options), strided rows.
@@ -219,9 +414,20 @@ cudaError_t log_softmax_forward(void* workspace, std::size_t* workspace_bytes, T
                                 softmax_options const& options,
                                 cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
-  return detail::launch_call(
-      detail::fused_forward_call<T, true>(x, x_row_stride, y, y_row_stride, rows, cols, options),
-      workspace, workspace_bytes, stream);
+  return detail::launch_fused_forward<true>(workspace, workspace_bytes, x, x_row_stride, y,
+                                            y_row_stride, rows, cols, options, stream);
+}
+
+/// @brief Masked log-softmax with a workspace.
+template <class T>
+cudaError_t log_softmax_forward(void* workspace, std::size_t* workspace_bytes, T const* x,
+                                std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                                std::int64_t rows, std::int64_t cols,
+                                masked_softmax_options const& options,
+                                cudaStream_t stream = nullptr) noexcept {
+  if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
+  return detail::launch_fused_forward<true>(workspace, workspace_bytes, x, x_row_stride, y,
+                                            y_row_stride, rows, cols, options, stream);
 }
 
 /// @brief Backward of the fused softmax_forward with the same options: `dx = s_i * y * (dy -
@@ -232,10 +438,20 @@ cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y
                              std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
                              std::int64_t rows, std::int64_t cols, softmax_options const& options,
                              cudaStream_t stream = nullptr) noexcept {
-  return detail::launch_call(
-      detail::fused_backward_call<T, false>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride,
-                                            rows, cols, options),
-      nullptr, nullptr, stream);
+  return detail::launch_fused_backward<false>(nullptr, nullptr, dy, dy_row_stride, y, y_row_stride,
+                                              dx, dx_row_stride, rows, cols, options, stream);
+}
+
+/// @brief Backward of the masked softmax_forward with the same options: over the kept columns,
+/// dx 0 in the others, whose dy and y are not read.
+template <class T>
+cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
+                             std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
+                             std::int64_t rows, std::int64_t cols,
+                             masked_softmax_options const& options,
+                             cudaStream_t stream = nullptr) noexcept {
+  return detail::launch_fused_backward<false>(nullptr, nullptr, dy, dy_row_stride, y, y_row_stride,
+                                              dx, dx_row_stride, rows, cols, options, stream);
 }
 
 /// @brief Fused softmax backward with a workspace.
@@ -246,10 +462,22 @@ cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, T co
                              std::int64_t cols, softmax_options const& options,
                              cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
-  return detail::launch_call(
-      detail::fused_backward_call<T, false>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride,
-                                            rows, cols, options),
-      workspace, workspace_bytes, stream);
+  return detail::launch_fused_backward<false>(workspace, workspace_bytes, dy, dy_row_stride, y,
+                                              y_row_stride, dx, dx_row_stride, rows, cols, options,
+                                              stream);
+}
+
+/// @brief Masked softmax backward with a workspace.
+template <class T>
+cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, T const* dy,
+                             std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
+                             T* dx, std::int64_t dx_row_stride, std::int64_t rows,
+                             std::int64_t cols, masked_softmax_options const& options,
+                             cudaStream_t stream = nullptr) noexcept {
+  if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
+  return detail::launch_fused_backward<false>(workspace, workspace_bytes, dy, dy_row_stride, y,
+                                              y_row_stride, dx, dx_row_stride, rows, cols, options,
+                                              stream);
 }
 
 /// @brief Backward of log_softmax_forward with the same options: `dx = s_i * (dy - exp(y) *
@@ -261,10 +489,20 @@ cudaError_t log_softmax_backward(T const* dy, std::int64_t dy_row_stride, T cons
                                  std::int64_t rows, std::int64_t cols,
                                  softmax_options const& options,
                                  cudaStream_t stream = nullptr) noexcept {
-  return detail::launch_call(
-      detail::fused_backward_call<T, true>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride,
-                                           rows, cols, options),
-      nullptr, nullptr, stream);
+  return detail::launch_fused_backward<true>(nullptr, nullptr, dy, dy_row_stride, y, y_row_stride,
+                                             dx, dx_row_stride, rows, cols, options, stream);
+}
+
+/// @brief Backward of the masked log_softmax_forward with the same options: over the kept
+/// columns (sum(dy) over them only, see masked_softmax_options), dx 0 in the others.
+template <class T>
+cudaError_t log_softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
+                                 std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
+                                 std::int64_t rows, std::int64_t cols,
+                                 masked_softmax_options const& options,
+                                 cudaStream_t stream = nullptr) noexcept {
+  return detail::launch_fused_backward<true>(nullptr, nullptr, dy, dy_row_stride, y, y_row_stride,
+                                             dx, dx_row_stride, rows, cols, options, stream);
 }
 
 /// @brief Plain log-softmax backward (default options), strided rows.
@@ -285,11 +523,59 @@ cudaError_t log_softmax_backward(void* workspace, std::size_t* workspace_bytes, 
                                  std::int64_t cols, softmax_options const& options,
                                  cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
-  return detail::launch_call(
-      detail::fused_backward_call<T, true>(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride,
-                                           rows, cols, options),
-      workspace, workspace_bytes, stream);
+  return detail::launch_fused_backward<true>(workspace, workspace_bytes, dy, dy_row_stride, y,
+                                             y_row_stride, dx, dx_row_stride, rows, cols, options,
+                                             stream);
 }
+
+/// @brief Masked log-softmax backward with a workspace.
+template <class T>
+cudaError_t log_softmax_backward(void* workspace, std::size_t* workspace_bytes, T const* dy,
+                                 std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
+                                 T* dx, std::int64_t dx_row_stride, std::int64_t rows,
+                                 std::int64_t cols, masked_softmax_options const& options,
+                                 cudaStream_t stream = nullptr) noexcept {
+  if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
+  return detail::launch_fused_backward<true>(workspace, workspace_bytes, dy, dy_row_stride, y,
+                                             y_row_stride, dx, dx_row_stride, rows, cols, options,
+                                             stream);
+}
+
+namespace detail {
+
+template <class T, class Options>
+cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y,
+                               std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
+                               Options const& options, bool log, plan* out,
+                               bool with_workspace) noexcept {
+  if (out == nullptr) return cudaErrorInvalidValue;
+  constexpr bool masked = std::is_same_v<Options, masked_softmax_options>;
+  return log ? checked_plan(fused_forward_call<T, true, masked>(x, x_row_stride, y, y_row_stride,
+                                                                rows, cols, options),
+                            with_workspace, out)
+             : checked_plan(fused_forward_call<T, false, masked>(x, x_row_stride, y, y_row_stride,
+                                                                 rows, cols, options),
+                            with_workspace, out);
+}
+
+template <class T, class Options>
+cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const* y,
+                                std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
+                                std::int64_t rows, std::int64_t cols, Options const& options,
+                                bool log, plan* out, bool with_workspace) noexcept {
+  if (out == nullptr) return cudaErrorInvalidValue;
+  constexpr bool masked = std::is_same_v<Options, masked_softmax_options>;
+  return log ? checked_plan(
+                   fused_backward_call<T, true, masked>(dy, dy_row_stride, y, y_row_stride, dx,
+                                                        dx_row_stride, rows, cols, options),
+                   with_workspace, out)
+             : checked_plan(
+                   fused_backward_call<T, false, masked>(dy, dy_row_stride, y, y_row_stride, dx,
+                                                         dx_row_stride, rows, cols, options),
+                   with_workspace, out);
+}
+
+}  // namespace detail
 
 /// @brief The plan a fused forward launcher would launch (`log`: log_softmax_forward); see
 /// softmax_forward_plan. The options are checked as the launcher checks them.
@@ -298,13 +584,18 @@ cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y
                                std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                softmax_options const& options, bool log, plan* out,
                                bool with_workspace = false) noexcept {
-  if (out == nullptr) return cudaErrorInvalidValue;
-  return log ? detail::checked_plan(detail::fused_forward_call<T, true>(
-                                        x, x_row_stride, y, y_row_stride, rows, cols, options),
-                                    with_workspace, out)
-             : detail::checked_plan(detail::fused_forward_call<T, false>(
-                                        x, x_row_stride, y, y_row_stride, rows, cols, options),
-                                    with_workspace, out);
+  return detail::fused_forward_plan(x, x_row_stride, y, y_row_stride, rows, cols, options, log, out,
+                                    with_workspace);
+}
+
+/// @brief The plan a masked forward launcher would launch (`log`: log_softmax_forward).
+template <class T>
+cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y,
+                               std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
+                               masked_softmax_options const& options, bool log, plan* out,
+                               bool with_workspace = false) noexcept {
+  return detail::fused_forward_plan(x, x_row_stride, y, y_row_stride, rows, cols, options, log, out,
+                                    with_workspace);
 }
 
 /// @brief The plan a fused backward launcher would launch (`log`: log_softmax_backward).
@@ -314,15 +605,19 @@ cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const
                                 std::int64_t rows, std::int64_t cols,
                                 softmax_options const& options, bool log, plan* out,
                                 bool with_workspace = false) noexcept {
-  if (out == nullptr) return cudaErrorInvalidValue;
-  return log ? detail::checked_plan(
-                   detail::fused_backward_call<T, true>(dy, dy_row_stride, y, y_row_stride, dx,
-                                                        dx_row_stride, rows, cols, options),
-                   with_workspace, out)
-             : detail::checked_plan(
-                   detail::fused_backward_call<T, false>(dy, dy_row_stride, y, y_row_stride, dx,
-                                                         dx_row_stride, rows, cols, options),
-                   with_workspace, out);
+  return detail::fused_backward_plan(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows,
+                                     cols, options, log, out, with_workspace);
+}
+
+/// @brief The plan a masked backward launcher would launch (`log`: log_softmax_backward).
+template <class T>
+cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const* y,
+                                std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
+                                std::int64_t rows, std::int64_t cols,
+                                masked_softmax_options const& options, bool log, plan* out,
+                                bool with_workspace = false) noexcept {
+  return detail::fused_backward_plan(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows,
+                                     cols, options, log, out, with_workspace);
 }
 
 /// @brief Why a fused forward launcher (softmax_forward or log_softmax_forward with options)
@@ -336,6 +631,15 @@ const char* explain_forward(T const* x, std::int64_t x_row_stride, T const* y,
       detail::fused_forward_call<T, false>(x, x_row_stride, y, y_row_stride, rows, cols, options));
 }
 
+/// @brief Why a masked forward launcher would refuse these arguments (nullptr: it accepts them).
+template <class T>
+const char* explain_forward(T const* x, std::int64_t x_row_stride, T const* y,
+                            std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
+                            masked_softmax_options const& options) noexcept {
+  return detail::explain_fused(detail::fused_forward_call<T, false, true>(
+      x, x_row_stride, y, y_row_stride, rows, cols, options));
+}
+
 /// @brief Why a fused backward launcher would refuse these arguments (nullptr: it accepts them).
 template <class T>
 const char* explain_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
@@ -343,6 +647,16 @@ const char* explain_backward(T const* dy, std::int64_t dy_row_stride, T const* y
                              std::int64_t rows, std::int64_t cols,
                              softmax_options const& options) noexcept {
   return detail::explain_fused(detail::fused_backward_call<T, false>(
+      dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options));
+}
+
+/// @brief Why a masked backward launcher would refuse these arguments (nullptr: it accepts them).
+template <class T>
+const char* explain_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
+                             std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
+                             std::int64_t rows, std::int64_t cols,
+                             masked_softmax_options const& options) noexcept {
+  return detail::explain_fused(detail::fused_backward_call<T, false, true>(
       dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options));
 }
 

@@ -4,6 +4,8 @@
 // policy, and a CUDA graph replayed with new device-side values sees them.
 #pragma once
 
+#include <cstdint>
+
 namespace rowsoftmax {
 
 /// What a fused call writes for an empty row: one whose every element is -inf after scaling
@@ -41,6 +43,47 @@ struct softmax_options {
   float* row_lse = nullptr;
   /// What an empty row becomes (see empty_rows). A row holding a NaN is NaN either way.
   empty_rows empty = empty_rows::nan;
+};
+
+/// Strides, in elements, of an operand broadcast over the rows of an attention tensor: a row
+/// is read as (batch, head, query) (masked_softmax_options::heads, ::queries), and its value is
+/// element batch * batch + head * head + query * query of the operand. 0 broadcasts.
+struct broadcast_strides {
+  std::int64_t batch = 1;  ///< default: one value a batch (a row where heads = queries = 1)
+  std::int64_t head = 0;
+  std::int64_t query = 0;
+};
+
+/// @brief softmax_options with the masks that keep a prefix of each row: a valid length per row
+/// and a causal mask, in any combination. The columns they remove are not read; forward writes
+/// them as 0 (log-softmax: -inf), backward writes their dx as 0 and does not read their dy or y.
+/// A row with no column kept is an empty row (softmax_options::empty).
+///
+/// Rows are read as the rows of an attention tensor (batch, heads, queries, cols), row r being
+/// batch r / (heads * queries), head (r / queries) % heads, query r % queries; rows must be a
+/// multiple of heads * queries. With the defaults (heads = queries = 1), each row is its own
+/// batch. Taken by the overloads of the fused launchers with this type, whose kernels are
+/// compiled apart from the unmasked ones (a program that never passes it compiles none of them).
+///
+/// Backward: a kept column's log-softmax gradient sums dy over the kept columns only (the dy of
+/// masked columns is not read), the gradient of the masked function; autograd through
+/// `log_softmax(x.masked_fill(~keep, -inf))` sums every column's dy instead, the same where the
+/// masked columns' dy is 0 (as it is behind a gather, a loss or a mask).
+struct masked_softmax_options : softmax_options {
+  std::int64_t heads = 1;    ///< heads a batch (>= 1)
+  std::int64_t queries = 1;  ///< queries a head (>= 1): rows of one head's score matrix
+  /// Optional, device memory: the valid length of each row, an int32 read at
+  /// `lengths_strides` (4-byte aligned): row r keeps columns j < length, the length clamped to
+  /// [0, cols]. Read by the kernel when it runs (a replayed graph sees new values). nullptr:
+  /// none.
+  int const* lengths = nullptr;
+  broadcast_strides lengths_strides{};  ///< where row r's length is; strides >= 0
+  /// Causal: row r keeps columns j <= query + diagonal. diagonal = 0 aligns the mask top-left
+  /// (as Apex's upper-triangular softmax); diagonal = cols - queries aligns it bottom-right (as
+  /// FlashAttention with fewer queries than keys). Any value; one that keeps no column of a
+  /// row makes it empty.
+  bool causal = false;
+  std::int64_t diagonal = 0;
 };
 
 }  // namespace rowsoftmax

@@ -26,6 +26,47 @@ struct fused_params {
   }
 };
 
+/// The masks that keep a prefix of each row (masked_softmax_options), as the kernels read them.
+struct prefix_mask {
+  int const* lengths;  // nullptr: none
+  std::int64_t batch_stride;
+  std::int64_t head_stride;
+  std::int64_t query_stride;
+  std::int64_t heads;
+  std::int64_t queries;
+  std::int64_t diagonal;  // clamped to [-queries, cols]: the same masks, no overflow
+  bool causal;
+
+  static prefix_mask of(masked_softmax_options const& o, std::int64_t cols) {
+    const std::int64_t d = o.diagonal > cols         ? cols
+                           : o.diagonal < -o.queries ? -o.queries
+                                                     : o.diagonal;
+    return {o.lengths,
+            o.lengths_strides.batch,
+            o.lengths_strides.head,
+            o.lengths_strides.query,
+            o.heads,
+            o.queries,
+            d,
+            o.causal};
+  }
+};
+
+/// The columns [0, kept) of row `row` (of the launch) that its prefix masks keep, of `cols`.
+__device__ inline std::int64_t kept_cols(prefix_mask const& m, std::int64_t row,
+                                         std::int64_t cols) {
+  const std::int64_t q = row % m.queries;
+  std::int64_t keep = cols;
+  if (m.causal) keep = min(keep, max(q + m.diagonal + 1, std::int64_t{0}));
+  if (m.lengths != nullptr) {
+    const std::int64_t bh = row / m.queries;
+    const int length = m.lengths[bh / m.heads * m.batch_stride + bh % m.heads * m.head_stride +
+                                 q * m.query_stride];
+    keep = min(keep, std::int64_t{max(length, 0)});
+  }
+  return keep;
+}
+
 /// The logit of an element x under the row's scale s: s * x rounded to float, but -inf stays
 /// -inf whatever the scale (a masked element stays masked, and the -inf the loads put beyond a
 /// row stays outside it under a negative or zero scale). Every product s * x of the fused ops is
@@ -99,11 +140,12 @@ __device__ inline float scaled_max(vec_t<T, V> const& v, float s) {
   return m;
 }
 
-/// y = softmax(s * x) or, `Log`, log_softmax(s * x) along each row (softmax_options). As
-/// forward_op, but: fp32 slots hold the scaled logits (and, softmax, their exps after fold);
-/// 16-bit slots stay packed x, scaled where converted; log-softmax keeps logits, not exps, and
-/// its store takes no exp.
-template <class T, bool Log>
+/// y = softmax(s * x) or, `Log`, log_softmax(s * x) along each row (softmax_options); `Masked`:
+/// of the columns the row's prefix masks keep (masked_softmax_options), the others read as -inf
+/// and not loaded. As forward_op, but: fp32 slots hold the scaled logits (and, softmax, their
+/// exps after fold); 16-bit slots stay packed x, scaled where converted; log-softmax keeps
+/// logits, not exps, and its store takes no exp.
+template <class T, bool Log, bool Masked = false>
 struct fused_forward_op {
   using value_type = T;
   using reduce = online_reduce;
@@ -122,6 +164,7 @@ struct fused_forward_op {
     std::int64_t cols;
     fused_params p;
     std::int64_t row_base;  // the launch's row of row 0 (tiled rows: the tile's first)
+    prefix_mask mask;       // read where Masked
   };
 
   /// A thread's slots of a row. fp32: s * x (softmax: exp(s * x - m) after fold); 16-bit: x, and
@@ -159,18 +202,24 @@ struct fused_forward_op {
   }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
                                   std::int64_t first_row) {
-    return {tiles[0], a.cols, tiles[0], a.cols, rows, a.cols, a.p, a.row_base + first_row};
+    return {tiles[0], a.cols, tiles[0], a.cols, rows, a.cols, a.p, a.row_base + first_row, a.mask};
+  }
+
+  /// The part of `w` the loads read: where Masked, up to the row's kept columns (-inf beyond).
+  __device__ static row_window loaded(args const& a, row_window w) {
+    if constexpr (Masked) w.cols = min(w.cols, kept_cols(a.mask, a.row_base + w.row, a.cols));
+    return w;
   }
 
   template <int V, int N, class Hint = no_hint>
   __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
                                Hint hint = {}) {
-    load_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
+    load_windows(a.x + w.row * a.x_stride, loaded(a, w), from_float<T>(neg_inf), f.v, hint);
   }
   template <int V, int N, class Hint = no_hint>
   __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
                                 Hint hint = {}) {
-    finish_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
+    finish_windows(a.x + w.row * a.x_stride, loaded(a, w), from_float<T>(neg_inf), f.v, hint);
     const float s = row_scale_of(a.p, a.row_base + w.row);
     f.m = neg_inf;
     if constexpr (std::is_same_v<T, float>) {
@@ -319,9 +368,9 @@ struct fused_forward_op {
 };
 
 /// The gradient of fused_forward_op with respect to x: softmax dx = s * y * (dy - sum(dy * y)),
-/// log-softmax dx = s * (dy - exp(y) * sum(dy)). As backward_op; the scale is applied at the
-/// store.
-template <class T, bool Log>
+/// log-softmax dx = s * (dy - exp(y) * sum(dy)); `Masked`: over the kept columns, dy and y of
+/// the others not loaded and their dx 0. As backward_op; the scale is applied at the store.
+template <class T, bool Log, bool Masked = false>
 struct fused_backward_op {
   using value_type = T;
   using reduce = sum_reduce;
@@ -341,6 +390,7 @@ struct fused_backward_op {
     std::int64_t cols;
     fused_params p;
     std::int64_t row_base;
+    prefix_mask mask;  // read where Masked
   };
 
   template <int V, int N>
@@ -367,33 +417,40 @@ struct fused_backward_op {
   __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
                                   std::int64_t first_row) {
     return {tiles[0], a.cols, tiles[1], a.cols, tiles[0],
-            a.cols,   rows,   a.cols,   a.p,    a.row_base + first_row};
+            a.cols,   rows,   a.cols,   a.p,    a.row_base + first_row,
+            a.mask};
+  }
+
+  /// As fused_forward_op::loaded (dy and y read as 0 beyond the kept columns).
+  __device__ static row_window loaded(args const& a, row_window w) {
+    if constexpr (Masked) w.cols = min(w.cols, kept_cols(a.mask, a.row_base + w.row, a.cols));
+    return w;
   }
 
   template <int V, int N, class Hint = no_hint>
   __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
                                Hint hint = {}) {
-    plain::issue(tensors(a), w, f, hint);
+    plain::issue(tensors(a), loaded(a, w), f, hint);
   }
   template <int V, int N, class DyHint, class YHint>
   __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
                                DyHint dy_hint, YHint y_hint) {
-    plain::issue(tensors(a), w, f, dy_hint, y_hint);
+    plain::issue(tensors(a), loaded(a, w), f, dy_hint, y_hint);
   }
   template <int V, int N, class Hint = no_hint>
   __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
                                 Hint hint = {}) {
-    plain::finish(tensors(a), w, f, hint);
+    plain::finish(tensors(a), loaded(a, w), f, hint);
   }
   template <int V, int N, class Hint = no_hint>
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
                               Hint hint = {}) {
-    plain::load(tensors(a), w, f, hint);
+    plain::load(tensors(a), loaded(a, w), f, hint);
   }
   template <int V, int N, class DyHint, class YHint>
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f, DyHint dy_hint,
                               YHint y_hint) {
-    plain::load(tensors(a), w, f, dy_hint, y_hint);
+    plain::load(tensors(a), loaded(a, w), f, dy_hint, y_hint);
   }
   template <int V, int N>
   __device__ static vec_t<T, V> (&kept_half(fragment<V, N>& f))[N] {
@@ -402,7 +459,7 @@ struct fused_backward_op {
   template <int V, int N, class Hint = no_hint>
   __device__ static void load_other_half(args const& a, row_window const& w, fragment<V, N>& f,
                                          Hint hint = {}) {
-    plain::load_other_half(tensors(a), w, f, hint);
+    plain::load_other_half(tensors(a), loaded(a, w), f, hint);
   }
 
   /// Softmax: the thread's share of sum(dy * y); log-softmax: of sum(dy).
@@ -424,6 +481,7 @@ struct fused_backward_op {
   __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
                                partial total, Hint hint = {}) {
     const float s = row_scale_of(a.p, a.row_base + w.row);
+    const std::int64_t kept = Masked ? loaded(a, w).cols : 0;
     vec_t<T, V> out[N];
 #pragma unroll
     for (int k = 0; k < N; ++k) {
@@ -438,6 +496,8 @@ struct fused_backward_op {
         } else {
           dx[l] = (y.at(l) * (dy.at(l) - total.s)) * s;
         }
+        // A masked column's dx is 0 exactly, whatever the row's sum (its dy and y read as 0).
+        if constexpr (Masked) dx[l] = first_element<V, Hint>(w, k) + l < kept ? dx[l] : 0.0f;
       }
       out[k] = vec_t<T, V>::round(dx);
     }

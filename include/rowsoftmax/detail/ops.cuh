@@ -155,7 +155,11 @@ struct forward_op {
   }
 
   // The staged tiers (staged_share) fold and store windows of x from shared memory through
-  // these, with one row_state a row (the fused ops keep their scale and options there).
+  // these, with one row_state a row (the fused ops keep their scale and options there), and
+  // read the part of a row `loaded` returns (the fused ops' prefix masks keep less of it).
+  __device__ static row_window loaded(args const&, row_window const& w) {
+    return w;
+  }
   struct row_state {};
   __device__ static row_state staged_row(args const&, std::int64_t) {
     return {};

@@ -49,6 +49,14 @@ __device__ inline int head_of(T const* row_start) {
 /// tile holds a word after its last row's last window.
 struct in_tile {};
 
+/// The row's element of window slot `k`'s first lane, as `load_windows` and `store_windows`
+/// place it for `Hint` (a tile's windows start at the row's start).
+template <int V, class Hint>
+__device__ inline std::int64_t first_element(row_window const& w, int k) {
+  const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V;
+  return std::is_same_v<Hint, in_tile> ? e0 : e0 - w.shift;
+}
+
 template <class T, int V, int N>
 __device__ inline void load_tile_windows(T const* row, row_window const& w, T fill,
                                          vec_t<T, V> (&out)[N]) {

@@ -33,8 +33,9 @@ __device__ __noinline__ void staged_edge_store(T* row, int cols, int shift, int 
 /// thread i's slot k being window k * threads + i of the share. The share lands in two halves,
 /// each a bulk asynchronous copy of its whole windows (issued by thread 0, counted by its own
 /// mbarrier); the ragged head and tail windows each thread reads itself, and windows past the
-/// share are -inf. Each thread folds its slots of the first half while the second lands
-/// (online: max, then the sum rescaled) and, given the row's total, stores its slots from
+/// share are -inf, and so are the windows past the columns the op keeps (Op::loaded: a prefix
+/// mask's), which are not read. Each thread folds its slots of the first half while the second
+/// lands (online: max, then the sum rescaled) and, given the row's total, stores its slots from
 /// shared memory. The registers hold no row data, so the CTAs an SM runs are set by shared
 /// memory (ctas_per_sm). The planner keeps a row within the shared memory of the CTAs the
 /// device runs at once, so window and element counts fit an int.
@@ -52,14 +53,17 @@ struct staged_share {
 
   T const* input;  // the row's start in the op's input
   T* output;       // and in its output
-  int cols;
+  int cols;        // the row's elements, all written
+  int kept;        // those read (Op::loaded), a prefix
   int shift;
   int first;   // the share's first window in the row
   int owned;   // windows of the row in the share (at most its slots; none or fewer at the end)
+  int read;    // those holding a kept element (at most owned; <= 0: none)
   int whole0;  // the share's whole windows, [whole0, whole1) counted from its first
   int whole1;
-  int at;         // the share's first element in the row
-  int held_back;  // windows of the share, from its first, that `store` leaves (see skip_windows)
+  int whole_kept;  // the end of those of kept elements only, [whole0, whole_kept)
+  int at;          // the share's first element in the row
+  int held_back;   // windows of the share, from its first, that `store` leaves (see skip_windows)
   typename Op::row_state rs;  // what the op keeps a row (fused ops: the row's scale, options)
 
   /// `share`: the windows each CTA holds, the same for every row (share_windows: the plan's
@@ -71,13 +75,16 @@ struct staged_share {
     const row_window window = Op::template window<V>(args, row, 0, 1);
     input = Op::input_row(args, 0, window.row);
     output = Op::output_row(args, window.row);
+    const row_window kept_window = Op::loaded(args, window);
     cols = static_cast<int>(window.cols);
+    kept = static_cast<int>(kept_window.cols);
     shift = window.shift;
-    const std::int64_t windows = windows_of<V>(window);
     first = rank * share;
-    owned = min(static_cast<int>(windows) - first, share);
+    owned = min(static_cast<int>(windows_of<V>(window)) - first, share);
+    read = min(static_cast<int>(windows_of<V>(kept_window)) - first, share);
     whole0 = max((shift > 0 ? 1 : 0) - first, 0);
     whole1 = min((cols + shift) / V - first, owned);
+    whole_kept = min((kept + shift) / V - first, read);
     at = first * V - shift;
     held_back = row == 0 ? max(min(skip_windows - first, owned), 0) : 0;
     rs = Op::staged_row(args, window.row);
@@ -86,7 +93,7 @@ struct staged_share {
   /// Thread 0: the copy of half `h`'s whole windows into `staged`, counted by `landed[h]`
   /// (which completes its phase when they have landed, at once if there are none).
   __device__ void issue(int h, uint4* staged, std::uint64_t* landed) const {
-    const int lo = max(h * half * threads, whole0), hi = min((h + 1) * half * threads, whole1);
+    const int lo = max(h * half * threads, whole0), hi = min((h + 1) * half * threads, whole_kept);
     const std::uint32_t bytes = hi > lo ? static_cast<std::uint32_t>(hi - lo) * 16u : 0u;
     cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
                                          cuda::ptx::space_shared, &landed[h], bytes);
@@ -108,9 +115,10 @@ struct staged_share {
     edges(staged);
   }
 
-  /// The slots the copies do not fill: those past the share (a range of whole slots of the
-  /// CTA's threads) -inf, filled by its threads in turn; the ragged windows, at most the share's
-  /// first (where whole0 is 1) and the one after its whole ones (whole1, where it is owned),
+  /// The slots the copies do not fill: those past the share's kept windows (a range of whole
+  /// slots of the CTA's threads) -inf, filled by its threads in turn; the ragged windows, at most
+  /// the share's first (where whole0 is 1) and the one after its whole ones (whole_kept, where it
+  /// is read),
   /// each read by the thread whose slot it is, so that no thread checks each of its slots
   /// (tuning log, staged rows).
   __device__ void edges(uint4* staged) const {
@@ -118,12 +126,13 @@ struct staged_share {
     vec neg;
 #pragma unroll
     for (int i = 0; i < vec::words; ++i) neg.w[i] = vec::fill_word(from_float<T>(neg_inf));
-    for (int i = max(owned, 0) + thread; i < slots * threads; i += threads)
+    for (int i = max(read, 0) + thread; i < slots * threads; i += threads)
       staged[i] = bits_as<uint4>(neg);
-    if (thread == 0 && whole0 > 0 && owned > 0)
-      staged[0] = bits_as<uint4>(staged_edge<T, V>(input, cols, shift, first));
-    if (whole1 >= whole0 && whole1 < owned && whole1 % threads == thread)
-      staged[whole1] = bits_as<uint4>(staged_edge<T, V>(input, cols, shift, first + whole1));
+    if (thread == 0 && whole0 > 0 && read > 0)
+      staged[0] = bits_as<uint4>(staged_edge<T, V>(input, kept, shift, first));
+    if (whole_kept >= whole0 && whole_kept < read && whole_kept % threads == thread)
+      staged[whole_kept] =
+          bits_as<uint4>(staged_edge<T, V>(input, kept, shift, first + whole_kept));
   }
 
   /// The thread's partial over its slots, each half folded once it has landed (`parity`: the
@@ -183,11 +192,11 @@ struct staged_share {
     }
   }
 
-  /// Window `i` of the share read from the input, as `store_window` writes it (`start` copies
-  /// whole windows in bulk instead).
+  /// Window `i` of the share read from the input as `start` stages it (which copies whole
+  /// windows in bulk instead).
   __device__ vec load_window(int i) const {
-    return i >= whole0 && i < whole1 ? vec::load(input + at + i * V, no_hint{})
-                                     : staged_edge<T, V>(input, cols, shift, first + i);
+    return i >= whole0 && i < whole_kept ? vec::load(input + at + i * V, no_hint{})
+                                         : staged_edge<T, V>(input, kept, shift, first + i);
   }
 
   /// The windows `store` holds back (row 0's, those the workspace covers), read again, normalized
