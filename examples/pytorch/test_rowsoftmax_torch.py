@@ -291,13 +291,93 @@ def test_fused_clear_errors():
         rs.log_softmax(torch.randn(4, 4))
 
 
+
+# Masks: (shape, lengths' shape (None: none), causal, diagonal as a function of (queries, keys)).
+MASKS = [
+    ((2, 3, 64, 64), None, True, lambda q, k: 0),           # causal top-left
+    ((1, 2, 16, 40), None, True, lambda q, k: k - q),       # causal bottom-right
+    ((2, 3, 8, 1000), (2, 1, 1), False, None),              # key padding: a length a batch
+    ((3, 4097), (3,), False, None),                         # a length a row
+    ((2, 2, 5, 50257), (2, 1, 5), True, lambda q, k: 100),  # both, broadcast over heads
+    ((4, 6, 33), (4, 6), True, lambda q, k: -3),            # some rows keep nothing
+    ((1, 300001), (1,), True, lambda q, k: 200000),         # split rows, a prefix kept
+]
+
+
+def keep_mask(shape, lengths, causal, diagonal):
+    """The columns each row keeps, as a boolean tensor of x's shape."""
+    cols = shape[-1]
+    j = torch.arange(cols, device="cuda")
+    keep = torch.ones(shape, dtype=torch.bool, device="cuda")
+    if lengths is not None:
+        keep &= j < lengths.expand(shape[:-1]).unsqueeze(-1)
+    if causal:
+        q = torch.arange(shape[-2] if len(shape) >= 2 else 1, device="cuda").unsqueeze(-1)
+        keep &= (j <= q + diagonal).expand(shape)
+    return keep
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mask", range(len(MASKS)))
+@pytest.mark.parametrize("log", [False, True])
+def test_masked_forward_and_gradient(mask, dtype, log):
+    ours, theirs = FUSED[log]
+    shape, lshape, causal, diag = MASKS[mask]
+    d = diag(shape[-2] if len(shape) >= 2 else 1, shape[-1]) if causal else 0
+    x = make(shape, dtype, seed=11 * mask + int(log))
+    lengths = None
+    if lshape is not None:
+        g = torch.Generator(device="cuda").manual_seed(mask)
+        lengths = torch.randint(-2, shape[-1] + 3, lshape, generator=g, device="cuda")
+        lengths.view(-1)[0] = shape[-1] // 2
+    keep = keep_mask(shape, lengths, causal, d)
+    scale = 0.7
+    xg = x.clone().requires_grad_(True)
+    y, lse = ours(xg, scale=scale, lengths=lengths, causal=causal, diagonal=d, return_lse=True,
+                  empty="zero")
+    # The torch expression it replaces, in float64; empty rows as torch._safe_softmax gives them.
+    xd = x.double().requires_grad_(True)
+    zd = (xd * scale).masked_fill(~keep, -math.inf)
+    ref = theirs(zd, dim=-1)
+    live = keep.any(-1)
+    ref = torch.where(live.unsqueeze(-1), ref, -math.inf if log else 0.0)
+    assert torch.equal(y[~keep].float(), ref[~keep].float())  # 0 or -inf exactly
+    assert close(torch.where(keep, y.double(), 0), torch.where(keep, ref, 0).detach(), dtype)
+    lse_ref = torch.logsumexp(zd.detach(), -1)
+    torch.testing.assert_close(lse, lse_ref.float(), rtol=1e-5, atol=1e-5)
+    # Gradient through the kept outputs (the masked ones' dy 0, as behind a loss or a gather).
+    w = make(shape, dtype, seed=5 + mask, scale=1.0).double()
+    (torch.where(keep, y.double(), 0) * w).sum().backward()
+    (torch.where(keep, ref, 0) * w).sum().backward()
+    grad_ref = torch.nan_to_num(xd.grad, nan=0.0)
+    assert (xg.grad[~keep] == 0).all()
+    p = torch.where(keep, torch.softmax(zd.detach(), -1).nan_to_num(0.0), 0)
+    bound = grad_bound(p, torch.tensor(scale, dtype=torch.float64, device="cuda"), w * keep,
+                       torch.zeros(shape[:-1], dtype=torch.float64, device="cuda"), log)
+    assert close(xg.grad, grad_ref, dtype, bound)
+
+
+def test_masked_clear_errors():
+    x = torch.randn(2, 3, 8, device="cuda")
+    with pytest.raises(TypeError, match="integer"):
+        rs.softmax(x, lengths=torch.ones(2, 3, device="cuda"))
+    with pytest.raises(ValueError, match="broadcast"):
+        rs.softmax(x, lengths=torch.ones(4, dtype=torch.int32, device="cuda"))
+    with pytest.raises(ValueError, match="cuda"):
+        rs.softmax(x, lengths=torch.ones(2, 3, dtype=torch.int32))
+    with pytest.raises(TypeError, match="causal"):
+        rs.softmax(x, causal=1)
+    with pytest.raises(TypeError, match="diagonal"):
+        rs.softmax(x, causal=True, diagonal=1.5)
+
 def test_torch_compile_fullgraph():
     torch._dynamo.reset()
 
     def f(x, r):
         p = rs.softmax(x, scale=0.5, row_scale=r)
         lp, lse = rs.log_softmax(x, scale=2.0, empty="zero", return_lse=True)
-        return (p.float() * lp.float()).sum() + lse.square().sum()
+        m = rs.softmax(x, scale=0.25, causal=True, lengths=(r * 300).int(), empty="zero")
+        return (p.float() * lp.float()).sum() + lse.square().sum() + m.float().square().sum()
 
     compiled = torch.compile(f, fullgraph=True)
     for shape in ((8, 1000), (3, 5, 4097)):
@@ -319,8 +399,13 @@ def test_opcheck_custom_ops():
         for log in (False, True):
             for row_scale, zero_empty, return_lse in ((None, False, False), (r, True, True)):
                 xg = x.clone().requires_grad_(True)
-                args = (xg, 0.75, row_scale, log, zero_empty, return_lse)
+                args = (xg, 0.75, row_scale, log, zero_empty, return_lse, None, False, 0)
                 torch.library.opcheck(ops.fused_forward.default, args)
-            y, _ = ops.fused_forward(x, 0.75, r, log, False, False)
-            dy = make(shape, torch.float32, seed=4)
-            torch.library.opcheck(ops.fused_backward.default, (dy, y, 0.75, r, log))
+            lengths = torch.full(shape[:-1], shape[-1] // 2 + 1, dtype=torch.int32, device="cuda")
+            for masks in ((None, False, 0), (lengths, True, 1)):
+                xg = x.clone().requires_grad_(True)
+                args = (xg, 0.75, r, log, True, True) + masks
+                torch.library.opcheck(ops.fused_forward.default, args)
+                y, _ = ops.fused_forward(x, 0.75, r, log, False, False, *masks)
+                dy = make(shape, torch.float32, seed=4)
+                torch.library.opcheck(ops.fused_backward.default, (dy, y, 0.75, r, log) + masks)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // PyTorch bindings: softmax over the last dimension of a CUDA tensor, forward and backward, plain
 // (forward, backward) and fused (fused_forward, fused_backward: softmax or log-softmax with a
-// scale, a per-row scale, a row log-sum-exp output and an empty-row policy).
+// scale, a per-row scale, a row log-sum-exp output, an empty-row policy, and the masks that keep
+// a prefix of each row: lengths and causal).
 // Rows are passed with their real stride (a slice x[..., :k] is not copied); only layouts whose
 // rows cannot be described by one stride are made contiguous first.
 #include <ATen/cuda/CUDAContext.h>
@@ -10,6 +11,7 @@
 #include <cuda_fp16.h>
 #include <torch/extension.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -155,13 +157,73 @@ rowsoftmax::softmax_options fused_options(torch::Tensor const& like, double scal
   return o;
 }
 
+// The masked options for rows of `like`, whose shape is (..., heads, queries, cols): the fused
+// options `o`, `lengths` (int32, of like's shape without its last dimension, any strides: the
+// Python layer broadcasts it) read through one stride a batch, head and query (made contiguous
+// into `*keep` where its leading dimensions do not collapse into one stride), and causal.
+rowsoftmax::masked_softmax_options masked_options(torch::Tensor const& like,
+                                                  rowsoftmax::softmax_options const& o,
+                                                  std::optional<torch::Tensor> const& lengths,
+                                                  bool causal, std::int64_t diagonal,
+                                                  torch::Tensor* keep) {
+  rowsoftmax::masked_softmax_options m;
+  static_cast<rowsoftmax::softmax_options&>(m) = o;
+  const std::int64_t d = like.dim();
+  m.queries = d >= 2 ? std::max<std::int64_t>(like.size(d - 2), 1) : 1;
+  m.heads = d >= 3 ? std::max<std::int64_t>(like.size(d - 3), 1) : 1;
+  m.causal = causal;
+  m.diagonal = diagonal;
+  if (!lengths.has_value()) return m;
+  torch::Tensor l = *lengths;
+  TORCH_CHECK_TYPE(l.scalar_type() == torch::kInt, "rowsoftmax: lengths must be int32, got ",
+                   l.scalar_type());
+  TORCH_CHECK_VALUE(l.device() == like.device(), "rowsoftmax: lengths must be on ", like.device(),
+                    ", got ", l.device());
+  TORCH_CHECK_VALUE(l.sizes() == like.sizes().slice(0, d - 1),
+                    "rowsoftmax: lengths must have the shape of x without its last dimension ",
+                    like.sizes().slice(0, d - 1), ", got ", l.sizes());
+  // lengths' dimensions: (batch..., head, query) for d >= 3, (query) for d == 2, none for d == 1.
+  auto stride_of = [&](torch::Tensor const& t, std::int64_t dim) -> std::int64_t {
+    return t.size(dim) == 1 ? 0 : t.stride(dim);
+  };
+  auto batch_stride = [&](torch::Tensor const& t, std::int64_t* out) {
+    std::int64_t stride = 0, inner_size = 0, inner_stride = 0;
+    for (std::int64_t i = t.dim() - 3; i >= 0; --i) {
+      if (t.size(i) == 1) continue;
+      if (inner_size == 0) {
+        stride = t.stride(i);
+      } else if (t.stride(i) != inner_stride * inner_size) {
+        return false;
+      }
+      inner_size = t.size(i);
+      inner_stride = t.stride(i);
+    }
+    *out = stride;
+    return true;
+  };
+  std::int64_t batch = 0;
+  if (d >= 3 && !batch_stride(l, &batch)) {
+    l = l.contiguous();
+    batch_stride(l, &batch);
+  }
+  *keep = l;
+  m.lengths = l.data_ptr<int>();
+  m.lengths_strides.batch = batch;
+  m.lengths_strides.head = d >= 3 ? stride_of(l, d - 3) : 0;
+  m.lengths_strides.query = d >= 2 ? stride_of(l, d - 2) : 0;
+  return m;
+}
+
 // Fused forward: y = softmax(s * x) or (`log`) log_softmax(s * x) over the last dimension, with
 // s = scale * row_scale[row]; empty rows (all -inf after scaling) NaN or, with `zero_empty`,
 // softmax 0 / log-softmax -inf. Returns (y, lse): lse the float32 log-sum-exp of each row's
 // logits, of x's shape without its last dimension, where `return_lse`, else an empty tensor.
+// With `lengths` or `causal`, the masked launchers (masked_options).
 std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double scale,
                                                        std::optional<torch::Tensor> row_scale,
-                                                       bool log, bool zero_empty, bool return_lse) {
+                                                       bool log, bool zero_empty, bool return_lse,
+                                                       std::optional<torch::Tensor> lengths,
+                                                       bool causal, std::int64_t diagonal) {
   check_input(x, "x");
   const c10::cuda::CUDAGuard guard(x.device());
   torch::Tensor rs;
@@ -178,10 +240,17 @@ std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double s
   if (return_lse) o.row_lse = lse.data_ptr<float>();
   const auto stream = at::cuda::getCurrentCUDAStream().stream();
   const char* why = nullptr;
+  const bool masked = lengths.has_value() || causal;
+  torch::Tensor keep_lengths;
+  const rowsoftmax::masked_softmax_options m =
+      masked ? masked_options(x, o, lengths, causal, diagonal, &keep_lengths)
+             : rowsoftmax::masked_softmax_options{};
   const cudaError_t e = by_dtype(x.scalar_type(), [&](auto t) {
     using T = typename decltype(t)::type;
-    return rowsoftmax_ext::fused_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols, in.rows,
-                                         in.cols, o, stream, &why);
+    return masked ? rowsoftmax_ext::masked_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y),
+                                                   in.cols, in.rows, in.cols, m, stream, &why)
+                  : rowsoftmax_ext::fused_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y),
+                                                  in.cols, in.rows, in.cols, o, stream, &why);
   });
   check_cuda(e, why);
   return {y, lse};
@@ -190,7 +259,9 @@ std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double s
 // Fused backward with the forward's scale and row_scale, y the forward's output: the gradient
 // with respect to x, s * y * (dy - sum(dy * y)) or (`log`) s * (dy - exp(y) * sum(dy)).
 torch::Tensor fused_backward(torch::Tensor dy, torch::Tensor y, double scale,
-                             std::optional<torch::Tensor> row_scale, bool log) {
+                             std::optional<torch::Tensor> row_scale, bool log,
+                             std::optional<torch::Tensor> lengths, bool causal,
+                             std::int64_t diagonal) {
   check_gradient_pair(dy, y);
   const c10::cuda::CUDAGuard guard(y.device());
   torch::Tensor rs;
@@ -200,11 +271,19 @@ torch::Tensor fused_backward(torch::Tensor dy, torch::Tensor y, double scale,
   if (out.rows == 0) return dx;
   const auto stream = at::cuda::getCurrentCUDAStream().stream();
   const char* why = nullptr;
+  const bool masked = lengths.has_value() || causal;
+  torch::Tensor keep_lengths;
+  const rowsoftmax::masked_softmax_options m =
+      masked ? masked_options(y, o, lengths, causal, diagonal, &keep_lengths)
+             : rowsoftmax::masked_softmax_options{};
   const cudaError_t e = by_dtype(y.scalar_type(), [&](auto t) {
     using T = typename decltype(t)::type;
-    return rowsoftmax_ext::fused_backward(log, ptr<T>(g.t), g.stride, ptr<T>(out.t), out.stride,
-                                          ptr<T>(dx), out.cols, out.rows, out.cols, o, stream,
-                                          &why);
+    return masked ? rowsoftmax_ext::masked_backward(log, ptr<T>(g.t), g.stride, ptr<T>(out.t),
+                                                    out.stride, ptr<T>(dx), out.cols, out.rows,
+                                                    out.cols, m, stream, &why)
+                  : rowsoftmax_ext::fused_backward(log, ptr<T>(g.t), g.stride, ptr<T>(out.t),
+                                                   out.stride, ptr<T>(dx), out.cols, out.rows,
+                                                   out.cols, o, stream, &why);
   });
   check_cuda(e, why);
   return dx;
@@ -218,8 +297,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("fused_forward", &fused_forward,
         "fused softmax or log-softmax over the last dimension: (y, lse)", py::arg("x"),
         py::arg("scale"), py::arg("row_scale"), py::arg("log"), py::arg("zero_empty"),
-        py::arg("return_lse"));
+        py::arg("return_lse"), py::arg("lengths"), py::arg("causal"), py::arg("diagonal"));
   m.def("fused_backward", &fused_backward,
         "fused softmax or log-softmax backward over the last dimension: dx", py::arg("dy"),
-        py::arg("y"), py::arg("scale"), py::arg("row_scale"), py::arg("log"));
+        py::arg("y"), py::arg("scale"), py::arg("row_scale"), py::arg("log"), py::arg("lengths"),
+        py::arg("causal"), py::arg("diagonal"));
 }

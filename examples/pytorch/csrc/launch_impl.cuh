@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The definitions behind launch.cuh, written once; each launch_<type>.cu instantiates the plain
-// ones for its element type and each launch_fused_<type>.cu the fused ones (one translation unit
-// per type and family, so they compile in parallel).
+// ones for its element type, each launch_fused_<type>.cu the fused ones and each
+// launch_masked_<type>.cu the masked ones (one translation unit per type and family, so they
+// compile in parallel).
 #pragma once
 
 #include <rowsoftmax/rowsoftmax.cuh>
@@ -32,11 +33,11 @@ cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64
   return e;
 }
 
-template <class T>
-cudaError_t fused_forward(bool log, T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
-                          std::int64_t rows, std::int64_t cols,
-                          rowsoftmax::softmax_options const& options, cudaStream_t stream,
-                          const char** why) {
+/// The fused and masked forward (`Options`: softmax_options or masked_softmax_options).
+template <class T, class Options>
+cudaError_t options_forward(bool log, T const* x, std::int64_t x_stride, T* y,
+                            std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
+                            Options const& options, cudaStream_t stream, const char** why) {
   const cudaError_t e =
       log ? rowsoftmax::log_softmax_forward(x, x_stride, y, y_stride, rows, cols, options, stream)
           : rowsoftmax::softmax_forward(x, x_stride, y, y_stride, rows, cols, options, stream);
@@ -46,11 +47,11 @@ cudaError_t fused_forward(bool log, T const* x, std::int64_t x_stride, T* y, std
   return e;
 }
 
-template <class T>
-cudaError_t fused_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
-                           std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
-                           std::int64_t cols, rowsoftmax::softmax_options const& options,
-                           cudaStream_t stream, const char** why) {
+template <class T, class Options>
+cudaError_t options_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
+                             std::int64_t y_stride, T* dx, std::int64_t dx_stride,
+                             std::int64_t rows, std::int64_t cols, Options const& options,
+                             cudaStream_t stream, const char** why) {
   const cudaError_t e =
       log ? rowsoftmax::log_softmax_backward(dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols,
                                              options, stream)
@@ -60,6 +61,41 @@ cudaError_t fused_backward(bool log, T const* dy, std::int64_t dy_stride, T cons
                                                                    dx_stride, rows, cols, options)
                                     : nullptr;
   return e;
+}
+
+template <class T>
+cudaError_t fused_forward(bool log, T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
+                          std::int64_t rows, std::int64_t cols,
+                          rowsoftmax::softmax_options const& options, cudaStream_t stream,
+                          const char** why) {
+  return options_forward(log, x, x_stride, y, y_stride, rows, cols, options, stream, why);
+}
+
+template <class T>
+cudaError_t fused_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
+                           std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
+                           std::int64_t cols, rowsoftmax::softmax_options const& options,
+                           cudaStream_t stream, const char** why) {
+  return options_backward(log, dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols, options,
+                          stream, why);
+}
+
+template <class T>
+cudaError_t masked_forward(bool log, T const* x, std::int64_t x_stride, T* y,
+                           std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
+                           rowsoftmax::masked_softmax_options const& options, cudaStream_t stream,
+                           const char** why) {
+  return options_forward(log, x, x_stride, y, y_stride, rows, cols, options, stream, why);
+}
+
+template <class T>
+cudaError_t masked_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
+                            std::int64_t y_stride, T* dx, std::int64_t dx_stride,
+                            std::int64_t rows, std::int64_t cols,
+                            rowsoftmax::masked_softmax_options const& options,
+                            cudaStream_t stream, const char** why) {
+  return options_backward(log, dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols, options,
+                          stream, why);
 }
 
 }  // namespace rowsoftmax_ext
@@ -81,3 +117,12 @@ cudaError_t fused_backward(bool log, T const* dy, std::int64_t dy_stride, T cons
   template cudaError_t rowsoftmax_ext::fused_backward<T>(                                   \
       bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t, \
       std::int64_t, rowsoftmax::softmax_options const&, cudaStream_t, const char**)
+
+/// Explicit instantiations of masked_forward and masked_backward for element type T.
+#define ROWSOFTMAX_EXT_INSTANTIATE_MASKED(T)                                                \
+  template cudaError_t rowsoftmax_ext::masked_forward<T>(                                   \
+      bool, T const*, std::int64_t, T*, std::int64_t, std::int64_t, std::int64_t,           \
+      rowsoftmax::masked_softmax_options const&, cudaStream_t, const char**);               \
+  template cudaError_t rowsoftmax_ext::masked_backward<T>(                                  \
+      bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t, \
+      std::int64_t, rowsoftmax::masked_softmax_options const&, cudaStream_t, const char**)

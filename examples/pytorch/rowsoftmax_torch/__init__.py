@@ -31,7 +31,8 @@ _ext = None
 
 # The extension's sources in csrc/ (setup.py builds the same list).
 _SOURCES = ("binding.cpp", "launch_float.cu", "launch_half.cu", "launch_bf16.cu",
-           "launch_fused_float.cu", "launch_fused_half.cu", "launch_fused_bf16.cu")
+           "launch_fused_float.cu", "launch_fused_half.cu", "launch_fused_bf16.cu",
+           "launch_masked_float.cu", "launch_masked_half.cu", "launch_masked_bf16.cu")
 
 
 def _extension():
@@ -99,33 +100,36 @@ def softmax_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 @torch.library.custom_op(
     "rowsoftmax::fused_forward", mutates_args=(), device_types="cuda",
     schema="(Tensor x, float scale, Tensor? row_scale, bool log, bool zero_empty, "
-           "bool return_lse) -> (Tensor, Tensor)")
-def _fused_forward(x, scale, row_scale, log, zero_empty, return_lse):
-    return _extension().fused_forward(x, scale, row_scale, log, zero_empty, return_lse)
+           "bool return_lse, Tensor? lengths, bool causal, int diagonal) -> (Tensor, Tensor)")
+def _fused_forward(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagonal):
+    return _extension().fused_forward(x, scale, row_scale, log, zero_empty, return_lse, lengths,
+                                      causal, diagonal)
 
 
 @_fused_forward.register_fake
-def _(x, scale, row_scale, log, zero_empty, return_lse):
+def _(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagonal):
     lse_shape = x.shape[:-1] if return_lse else (0,)
     return x.new_empty(x.shape), x.new_empty(lse_shape, dtype=torch.float32)
 
 
 @torch.library.custom_op(
     "rowsoftmax::fused_backward", mutates_args=(), device_types="cuda",
-    schema="(Tensor dy, Tensor y, float scale, Tensor? row_scale, bool log) -> Tensor")
-def _fused_backward(dy, y, scale, row_scale, log):
-    return _extension().fused_backward(dy, y, scale, row_scale, log)
+    schema="(Tensor dy, Tensor y, float scale, Tensor? row_scale, bool log, Tensor? lengths, "
+           "bool causal, int diagonal) -> Tensor")
+def _fused_backward(dy, y, scale, row_scale, log, lengths, causal, diagonal):
+    return _extension().fused_backward(dy, y, scale, row_scale, log, lengths, causal, diagonal)
 
 
 @_fused_backward.register_fake
-def _(dy, y, scale, row_scale, log):
+def _(dy, y, scale, row_scale, log, lengths, causal, diagonal):
     return y.new_empty(y.shape)
 
 
 def _setup_context(ctx, inputs, output):
-    _, scale, row_scale, log, _, return_lse = inputs
-    ctx.save_for_backward(output[0], row_scale)
+    _, scale, row_scale, log, _, return_lse, lengths, causal, diagonal = inputs
+    ctx.save_for_backward(output[0], row_scale, lengths)
     ctx.scale, ctx.log, ctx.return_lse = scale, log, return_lse
+    ctx.causal, ctx.diagonal = causal, diagonal
     # Unused outputs give None, not zeros: no backward kernel for a y used only through lse,
     # no extra pass for an lse returned but unused.
     ctx.set_materialize_grads(False)
@@ -133,17 +137,19 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, dy, dlse):
     """The gradient with respect to x (row_scale and the other arguments get none)."""
-    y, row_scale = ctx.saved_tensors
+    y, row_scale, lengths = ctx.saved_tensors
     dx = None
     if dy is not None:
-        dx = _fused_backward(dy, y, ctx.scale, row_scale, ctx.log)
+        dx = _fused_backward(dy, y, ctx.scale, row_scale, ctx.log, lengths, ctx.causal,
+                             ctx.diagonal)
     if ctx.return_lse and dlse is not None:
-        # d lse / dx = s * softmax(s * x), one elementwise pass outside the kernel, in float32.
+        # d lse / dx = s * softmax(s * x), one elementwise pass outside the kernel, in float32
+        # (0 in masked columns, where y is 0 or -inf).
         s = ctx.scale if row_scale is None else row_scale * ctx.scale
         p = y.float().exp() if ctx.log else y.float()
         extra = p * (dlse * s).unsqueeze(-1)
         dx = extra.to(y.dtype) if dx is None else (dx.float() + extra).to(y.dtype)
-    return dx, None, None, None, None, None
+    return dx, None, None, None, None, None, None, None, None
 
 
 _fused_forward.register_autograd(_backward, setup_context=_setup_context)
@@ -172,7 +178,28 @@ def _row_scale(row_scale, x: torch.Tensor) -> torch.Tensor:
     return row_scale.detach().expand(rows)
 
 
-def _fused(x, dim, scale, row_scale, empty, return_lse, log):
+def _lengths(lengths, x: torch.Tensor) -> torch.Tensor:
+    """lengths checked, clamped to [0, cols], as int32 broadcast to x's rows (x.shape[:-1])."""
+    if not isinstance(lengths, torch.Tensor):
+        raise TypeError(f"rowsoftmax: lengths must be a torch.Tensor, got {type(lengths).__name__}")
+    if lengths.dtype.is_floating_point or lengths.dtype.is_complex or lengths.dtype == torch.bool:
+        raise TypeError(f"rowsoftmax: lengths must be an integer tensor, got {lengths.dtype}")
+    if lengths.device != x.device:
+        raise ValueError(f"rowsoftmax: lengths must be on {x.device}, got {lengths.device}")
+    rows = x.shape[:-1]
+    fits = lengths.dim() <= len(rows)
+    for a, b in zip(reversed(lengths.shape), reversed(rows)):
+        fits = fits and (a == 1 or a == b)
+    if not fits:
+        raise ValueError(f"rowsoftmax: lengths of shape {tuple(lengths.shape)} does not "
+                         f"broadcast to x's rows {tuple(rows)} (x.shape[:-1])")
+    if lengths.dtype != torch.int32:  # values past cols or below 0 mean the same clamped
+        lengths = lengths.clamp(0, x.shape[-1]).to(torch.int32)
+    return lengths.detach().expand(rows)
+
+
+def _fused(x, dim, scale, row_scale, empty, return_lse, log, lengths=None, causal=False,
+           diagonal=0):
     _check(x, dim)
     if isinstance(scale, torch.Tensor):
         raise TypeError("rowsoftmax: scale must be a Python number (per-row tensors: row_scale)")
@@ -183,13 +210,22 @@ def _fused(x, dim, scale, row_scale, empty, return_lse, log):
         raise ValueError(f"rowsoftmax: empty must be 'nan' or 'zero', got {empty!r}")
     if row_scale is not None:
         row_scale = _row_scale(row_scale, x)
-    y, lse = _fused_forward(x, scale, row_scale, log, _EMPTY[empty], bool(return_lse))
+    if lengths is not None:
+        lengths = _lengths(lengths, x)
+    if not isinstance(causal, bool):
+        raise TypeError(f"rowsoftmax: causal must be a bool, got {type(causal).__name__}")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+        raise TypeError(f"rowsoftmax: diagonal must be an int, got {type(diagonal).__name__}")
+    diagonal = max(min(diagonal, 2**62), -2**62)  # beyond any row's reach: the same mask
+    y, lse = _fused_forward(x, scale, row_scale, log, _EMPTY[empty], bool(return_lse), lengths,
+                            causal, diagonal)
     return (y, lse) if return_lse else y
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
             row_scale: Optional[torch.Tensor] = None, empty: str = "nan",
-            return_lse: bool = False):
+            return_lse: bool = False, lengths: Optional[torch.Tensor] = None,
+            causal: bool = False, diagonal: int = 0):
     """softmax(s * x) over the last dimension, s = scale * row_scale[row], on CUDA
     float32/float16/bfloat16, with autograd. torch.softmax(x, dim) with the defaults.
 
@@ -200,18 +236,29 @@ def softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
     empty: what a row of only -inf (after scaling) gives, "nan" (as torch.softmax) or "zero".
     return_lse: also return the float32 log-sum-exp of each row's logits s * x, of shape
       x.shape[:-1] (differentiable too).
+    lengths: optional integer tensor on x's device broadcasting to x.shape[:-1]: row i keeps
+      its columns j < lengths[i] (padding, varlen batches; clamped to [0, cols]).
+    causal: row i keeps its columns j <= q + diagonal, q its index along x's second-to-last
+      dimension (x of shape (..., queries, keys)); diagonal 0 aligns top-left (torch.tril),
+      keys - queries bottom-right.
+    Masked columns are not read, written as 0 (log-softmax -inf), and get no gradient; a row
+    with no column kept is empty (see `empty`). log_softmax's gradient sums dy over the kept
+    columns only (the same as through x.masked_fill(~keep, -inf) where dy is 0 in the others).
 
     Returns y (a new contiguous tensor of x's shape and dtype), or (y, lse). Rows are read with
     their real stride (slices along leading dimensions are not copied). Special values follow
     torch.softmax: NaN or +inf in a row gives NaN. Raises TypeError/ValueError for CPU tensors,
     other dtypes, other dims and bad options.
     """
-    return _fused(x, dim, scale, row_scale, empty, return_lse, log=False)
+    return _fused(x, dim, scale, row_scale, empty, return_lse, log=False, lengths=lengths,
+                  causal=causal, diagonal=diagonal)
 
 
 def log_softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
                 row_scale: Optional[torch.Tensor] = None, empty: str = "nan",
-                return_lse: bool = False):
+                return_lse: bool = False, lengths: Optional[torch.Tensor] = None,
+                causal: bool = False, diagonal: int = 0):
     """log_softmax(s * x) over the last dimension, as softmax (the same options); empty="zero"
     gives -inf for a row of only -inf. torch.log_softmax(x, dim) with the defaults."""
-    return _fused(x, dim, scale, row_scale, empty, return_lse, log=True)
+    return _fused(x, dim, scale, row_scale, empty, return_lse, log=True, lengths=lengths,
+                  causal=causal, diagonal=diagonal)
