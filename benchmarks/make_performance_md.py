@@ -38,6 +38,13 @@ HEADLINE_SHAPES = ["134217x1000", "32768x4096", "4194x32000", "2670x50257", "104
 HEADLINE_COLUMNS = [("forward", "bf16"), ("forward", "fp32"), ("backward", "bf16"),
                     ("backward", "fp32")]
 BEGIN, END = "<!-- headline:begin -->", "<!-- headline:end -->"
+# The fused launchers' variants (the benchmark's tags): what each computes.
+VARIANTS = OrderedDict([
+    ("log", "log-softmax"),
+    ("scaled", "softmax, a scale, per-row scales and the row log-sum-exp written"),
+    ("causal", "softmax, causal (square score matrices: half of each row kept on average)"),
+    ("lengths", "softmax, a length a row (half of each row kept on average)"),
+])
 
 LINE = re.compile(
     r"^(forward|backward)\s+(bf16|fp16|fp32)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)%"
@@ -58,13 +65,19 @@ class Result:
         self.b2b_pct = float(b2b_pct) if b2b_pct else None
         self.forced = " [forced]" in plan
         self.queued = " [queued]" in plan
-        self.plan = plan.replace(" [forced]", "").replace(" [queued]", "").strip()
+        # The fused launchers' rows: the variant the benchmark tags them with.
+        self.variant = next((v for v in VARIANTS if f" [{v}]" in plan), None)
+        for tag in [" [forced]", " [queued]"] + [f" [{v}]" for v in VARIANTS]:
+            plan = plan.replace(tag, "")
+        self.plan = plan.strip()
 
     @property
     def key(self):
         return (self.direction, self.dtype, self.cols, self.rows)
 
     def kind(self):
+        if self.variant:
+            return "fused"
         if self.forced:
             return "forced"
         if self.queued:
@@ -265,6 +278,36 @@ def section_below(out, results):
     out.append("")
 
 
+def section_fused(out, results):
+    fused = [r for r in results if r.kind() == "fused"]
+    if not fused:
+        return
+    plain = {}
+    for r in results:
+        if r.kind() in ("full", "long"):
+            plain.setdefault(r.key, r)
+    out.append("## Fused and masked launchers\n")
+    out.append("The fused launchers (`fused.cuh`) at the plain sweep's shapes, beside the plain "
+               "softmax of the same shape and type in the same run (log-softmax beside softmax). "
+               "% of copy counts the bytes each call moves: the per-row scales and log-sum-exp "
+               "where used; masked rows read only their kept columns (and write every column), so "
+               "their time is also given as a fraction of the plain call's.\n")
+    rows = []
+    for r in sorted(fused, key=lambda r: (list(VARIANTS).index(r.variant), r.direction != "forward",
+                                          r.dtype, r.cols)):
+        p = plain.get(r.key)
+        masked = r.variant in ("causal", "lengths")
+        rows.append([r.variant, r.direction, r.dtype, str(r.cols), str(r.rows), f"{r.pct:.1f}",
+                     f"{p.pct:.1f}" if p else "-",
+                     f"{r.pct - p.pct:+.1f}" if p else "-",
+                     f"{r.us / p.us:.2f}" if p and masked else "-", r.plan])
+    out.append("\n".join(f"- `{k}`: {v}" for k, v in VARIANTS.items()) + "\n")
+    out.append(md_table(["variant", "direction", "dtype", "cols", "rows", "% copy",
+                         "plain % copy", "points", "time / plain", "plan"], rows,
+                        ["---", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:",
+                         "---"]) + "\n")
+
+
 def read_compare(results):
     path = results / "compare.csv"
     if not path.exists():
@@ -394,6 +437,7 @@ def build(results, notes_path):
         "`python3 benchmarks/make_performance_md.py`.\n")
     section_full(out, rows)
     section_long(out, rows)
+    section_fused(out, rows)
     section_few(out, rows)
     section_forced(out, rows)
     meta, peers = read_compare(results)
