@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -157,4 +158,29 @@ TEST(FusedExp, MatchesTheExactExpWherePlainFmaWouldNot) {
   const fused_exp z(0.0f);
   EXPECT_EQ(z.scale, 1.0f);
   EXPECT_EQ(z(-inf), 0.0f);
+}
+
+// The masked ops' divisions of a row index by the queries and heads: every n for small
+// divisors, and the extremes of n for divisors across the 32-bit range, against the division.
+TEST(FastDivider, EveryNumeratorForSmallDivisorsAndTheExtremesForLargeOnes) {
+  using rowsoftmax::detail::fast_divider;
+  for (unsigned d = 1; d <= 64; ++d) {
+    const fast_divider f(d);
+    for (unsigned n = 0; n < 200000; ++n) ASSERT_EQ(f.divide(n), n / d) << n << " / " << d;
+  }
+  std::uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<unsigned>(state >> 32);
+  };
+  for (int i = 0; i < 20000; ++i) {
+    // Powers of two and powers of two plus one first, then random divisors of every size.
+    const unsigned d =
+        i < 64 ? (1u << (i % 32)) + static_cast<unsigned>(i / 32) : next() >> (next() % 32);
+    if (d == 0) continue;
+    const fast_divider f(d);
+    for (unsigned n : {0u, 1u, d - 1, d, d + 1, 2 * d - 1, 0xffffffffu, 0xfffffffeu,
+                       0xffffffffu - 0xffffffffu % d, next()})
+      ASSERT_EQ(f.divide(n), n / d) << n << " / " << d;
+  }
 }

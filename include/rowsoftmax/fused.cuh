@@ -135,12 +135,15 @@ option_rule check_call_options(Call const& call) noexcept {
 template <bool Masked>
 using options_of = std::conditional_t<Masked, masked_softmax_options, softmax_options>;
 
-/// The prefix masks of a call's options (none where the call is not masked).
-inline prefix_mask masks_of(softmax_options const&, std::int64_t) noexcept {
-  return {};
-}
-inline prefix_mask masks_of(masked_softmax_options const& o, std::int64_t cols) noexcept {
-  return prefix_mask::of(o, cols);
+/// A call's op arguments: `b` and, where the call is masked, its masks (masked_args).
+template <bool Masked, class Base, class Options>
+args_with_masks<Masked, Base> call_args(Base const& b, Options const& o, std::int64_t rows,
+                                        std::int64_t cols) noexcept {
+  if constexpr (Masked) {
+    return {b, prefix_mask::of(o, rows, cols)};
+  } else {
+    return b;
+  }
 }
 
 /// The message of a masked_softmax_options rule into `b` (`n` bytes).
@@ -240,8 +243,10 @@ struct fused_forward_call {
                      std::int64_t rows, std::int64_t cols, options_of<Masked> const& o) noexcept
       : tensors{{x, x_row_stride, false}, {y, y_row_stride, true}},
         options(o),
-        args{x, x_row_stride,     const_cast<T*>(y), y_row_stride, rows, cols, fused_params::of(o),
-             0, masks_of(o, cols)} {}
+        args(call_args<Masked>(
+            typename op::base_args{x, x_row_stride, const_cast<T*>(y), y_row_stride, rows, cols,
+                                   fused_params::of(o), 0},
+            o, rows, cols)) {}
   bool options_ok() const noexcept { return check_call_options(*this) == option_rule::ok; }
 };
 
@@ -260,9 +265,10 @@ struct fused_backward_call {
                       std::int64_t rows, std::int64_t cols, options_of<Masked> const& o) noexcept
       : tensors{{dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}},
         options(o),
-        args{
-            dy,   dy_row_stride,       y, y_row_stride,     const_cast<T*>(dx), dx_row_stride, rows,
-            cols, fused_params::of(o), 0, masks_of(o, cols)} {}
+        args(call_args<Masked>(
+            typename op::base_args{dy, dy_row_stride, y, y_row_stride, const_cast<T*>(dx),
+                                   dx_row_stride, rows, cols, fused_params::of(o), 0},
+            o, rows, cols)) {}
   bool options_ok() const noexcept { return check_call_options(*this) == option_rule::ok; }
 };
 

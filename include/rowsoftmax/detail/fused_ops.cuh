@@ -34,13 +34,19 @@ struct prefix_mask {
   std::int64_t query_stride;
   std::int64_t heads;
   std::int64_t queries;
-  std::int64_t diagonal;  // clamped to [-queries, cols]: the same masks, no overflow
+  std::int64_t diagonal;    // clamped to [-queries, cols]: the same masks, no overflow
+  fast_divider by_queries;  // where `narrow`: the divisions of a row index, in 32 bits
+  fast_divider by_heads;
+  bool narrow;  // every row index fits 32 bits
   bool causal;
 
-  static prefix_mask of(masked_softmax_options const& o, std::int64_t cols) {
+  static prefix_mask of(masked_softmax_options const& o, std::int64_t rows, std::int64_t cols) {
     const std::int64_t d = o.diagonal > cols         ? cols
                            : o.diagonal < -o.queries ? -o.queries
                                                      : o.diagonal;
+    // Checked after the call is made (check_masks): `of` must not divide by a bad layout.
+    const auto fits = [](std::int64_t v) { return v >= 1 && v <= std::int64_t{0xffffffff}; };
+    const bool narrow = rows <= std::int64_t{1} << 32 && fits(o.queries) && fits(o.heads);
     return {o.lengths,
             o.lengths_strides.batch,
             o.lengths_strides.head,
@@ -48,23 +54,66 @@ struct prefix_mask {
             o.heads,
             o.queries,
             d,
+            fast_divider(narrow ? static_cast<unsigned>(o.queries) : 1u),
+            fast_divider(narrow ? static_cast<unsigned>(o.heads) : 1u),
+            narrow,
             o.causal};
   }
 };
 
 /// The columns [0, kept) of row `row` (of the launch) that its prefix masks keep, of `cols`.
+/// The row is (batch, head, query) = (row / (heads * queries), row / queries % heads,
+/// row % queries).
 __device__ inline std::int64_t kept_cols(prefix_mask const& m, std::int64_t row,
                                          std::int64_t cols) {
-  const std::int64_t q = row % m.queries;
+  std::int64_t q, h = 0, b = 0;
+  if (m.narrow) {
+    const auto r = static_cast<unsigned>(row);
+    const unsigned bh = m.by_queries.divide(r);
+    q = r - bh * m.by_queries.d;
+    if (m.lengths != nullptr) {
+      const unsigned bi = m.by_heads.divide(bh);
+      h = bh - bi * m.by_heads.d;
+      b = bi;
+    }
+  } else {
+    q = row % m.queries;
+    h = row / m.queries % m.heads;
+    b = row / m.queries / m.heads;
+  }
   std::int64_t keep = cols;
   if (m.causal) keep = min(keep, max(q + m.diagonal + 1, std::int64_t{0}));
   if (m.lengths != nullptr) {
-    const std::int64_t bh = row / m.queries;
-    const int length = m.lengths[bh / m.heads * m.batch_stride + bh % m.heads * m.head_stride +
-                                 q * m.query_stride];
+    const int length = m.lengths[b * m.batch_stride + h * m.head_stride + q * m.query_stride];
     keep = min(keep, std::int64_t{max(length, 0)});
   }
   return keep;
+}
+
+/// What a fused op's `loaded` returns: a narrowed copy of the window where Masked, else the
+/// window itself (a copy there changes the unmasked kernels' code and registers).
+template <bool Masked>
+using masked_window = std::conditional_t<Masked, row_window, row_window const&>;
+
+/// A masked op's arguments: its unmasked arguments and the masks. Apart, so that an unmasked
+/// op's arguments are what they were before the masks (a larger kernel parameter changes how
+/// nvcc keeps it: the fp32 cluster kernels spilled 16-124 bytes more).
+template <class Base>
+struct masked_args : Base {
+  prefix_mask mask;
+};
+template <bool Masked, class Base>
+using args_with_masks = std::conditional_t<Masked, masked_args<Base>, Base>;
+
+/// `b`, with the masks where Masked (the tiled rows' arguments of a masked op's, on_tiles).
+template <bool Masked, class Base, class Args>
+__host__ __device__ inline args_with_masks<Masked, Base> with_masks_of(Base const& b,
+                                                                       Args const& a) {
+  if constexpr (Masked) {
+    return {b, a.mask};
+  } else {
+    return b;
+  }
 }
 
 /// The logit of an element x under the row's scale s: s * x rounded to float, but -inf stays
@@ -155,7 +204,7 @@ struct fused_forward_op {
   static constexpr int outputs = 1;
   static constexpr bool keeps_exp = std::is_same_v<T, float> && !Log;
 
-  struct args {
+  struct base_args {
     T const* x;
     std::int64_t x_stride;
     T* y;
@@ -164,8 +213,8 @@ struct fused_forward_op {
     std::int64_t cols;
     fused_params p;
     std::int64_t row_base;  // the launch's row of row 0 (tiled rows: the tile's first)
-    prefix_mask mask;       // read where Masked
   };
+  using args = args_with_masks<Masked, base_args>;
 
   /// A thread's slots of a row. fp32: s * x (softmax: exp(s * x - m) after fold); 16-bit: x, and
   /// the row's scale beside them (fp32 ones keep none: a register more spills the fp32 split
@@ -202,13 +251,20 @@ struct fused_forward_op {
   }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
                                   std::int64_t first_row) {
-    return {tiles[0], a.cols, tiles[0], a.cols, rows, a.cols, a.p, a.row_base + first_row, a.mask};
+    return with_masks_of<Masked>(
+        base_args{tiles[0], a.cols, tiles[0], a.cols, rows, a.cols, a.p, a.row_base + first_row},
+        a);
   }
 
   /// The part of `w` the loads read: where Masked, up to the row's kept columns (-inf beyond).
-  __device__ static row_window loaded(args const& a, row_window w) {
-    if constexpr (Masked) w.cols = min(w.cols, kept_cols(a.mask, a.row_base + w.row, a.cols));
-    return w;
+  __device__ static masked_window<Masked> loaded(args const& a, row_window const& w) {
+    if constexpr (Masked) {
+      row_window k = w;
+      k.cols = min(w.cols, kept_cols(a.mask, a.row_base + w.row, a.cols));
+      return k;
+    } else {
+      return w;
+    }
   }
 
   template <int V, int N, class Hint = no_hint>
@@ -379,7 +435,7 @@ struct fused_backward_op {
   static constexpr int inputs = 2;
   static constexpr int outputs = 1;
 
-  struct args {
+  struct base_args {
     T const* dy;
     std::int64_t dy_stride;
     T const* y;
@@ -390,8 +446,8 @@ struct fused_backward_op {
     std::int64_t cols;
     fused_params p;
     std::int64_t row_base;
-    prefix_mask mask;  // read where Masked
   };
+  using args = args_with_masks<Masked, base_args>;
 
   template <int V, int N>
   using fragment = typename plain::template fragment<V, N>;
@@ -416,15 +472,20 @@ struct fused_backward_op {
   }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
                                   std::int64_t first_row) {
-    return {tiles[0], a.cols, tiles[1], a.cols, tiles[0],
-            a.cols,   rows,   a.cols,   a.p,    a.row_base + first_row,
-            a.mask};
+    return with_masks_of<Masked>(base_args{tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols,
+                                           rows, a.cols, a.p, a.row_base + first_row},
+                                 a);
   }
 
   /// As fused_forward_op::loaded (dy and y read as 0 beyond the kept columns).
-  __device__ static row_window loaded(args const& a, row_window w) {
-    if constexpr (Masked) w.cols = min(w.cols, kept_cols(a.mask, a.row_base + w.row, a.cols));
-    return w;
+  __device__ static masked_window<Masked> loaded(args const& a, row_window const& w) {
+    if constexpr (Masked) {
+      row_window k = w;
+      k.cols = min(w.cols, kept_cols(a.mask, a.row_base + w.row, a.cols));
+      return k;
+    } else {
+      return w;
+    }
   }
 
   template <int V, int N, class Hint = no_hint>

@@ -4,6 +4,8 @@
 // Host and device, so the algebra is unit-tested on the CPU.
 #pragma once
 
+#include <cstdint>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <nv/target>
@@ -134,6 +136,30 @@ struct exact_divisor {
   }
   /// n / d for a multiple n of d.
   __host__ __device__ unsigned divide(unsigned n) const { return (n >> twos) * inverse; }
+};
+
+/// A divisor d > 0 of any unsigned 32-bit n, made once (by the launcher): n / d as the high half
+/// of a multiply, an add and a shift (the round-up method: l = ceil(log2 d), m = floor(2^32 (2^l -
+/// d) / d) + 1, n / d = (mulhi(n, m) + n) >> l, exact for every n < 2^32), for the same reason as
+/// exact_divisor. The masked ops divide a row index by the queries and heads with it.
+struct fast_divider {
+  unsigned d = 1;
+  unsigned m = 1;
+  int l = 0;
+
+  fast_divider() = default;
+  __host__ __device__ explicit fast_divider(unsigned divisor) : d(divisor) {
+    while ((std::uint64_t{1} << l) < d) ++l;
+    m = static_cast<unsigned>((std::uint64_t{1} << 32) * ((std::uint64_t{1} << l) - d) / d + 1);
+  }
+  __host__ __device__ unsigned divide(unsigned n) const {
+#ifdef __CUDA_ARCH__
+    const std::uint64_t hi = __umulhi(n, m);
+#else
+    const std::uint64_t hi = (std::uint64_t{n} * m) >> 32;
+#endif
+    return static_cast<unsigned>((hi + n) >> l);
+  }
 };
 
 template <class T>
