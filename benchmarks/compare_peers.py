@@ -13,6 +13,14 @@ percentage of the device-to-device copy bandwidth measured in the same run. Ever
 carries its normwise error against float64 (first rows of the tensor), so a fast wrong answer
 cannot hide.
 Writes compare.csv, compare.json, compare_forward.png and compare_backward.png to --out.
+
+    PYTHONPATH=examples/pytorch python benchmarks/compare_peers.py --fused --out results/
+
+compares instead the fused calls (rowsoftmax_torch.softmax / log_softmax with a scale, per-row
+scales, lengths or causal) with the torch expressions a user would run instead, eager and under
+torch.compile, forward, on attention scores and vocabulary rows; TB/s over the bytes the fused
+call must move (2*rows*cols*size, a mask's columns counted as read); writes compare_fused.csv,
+compare_fused.json and compare_fused.png.
 """
 from __future__ import annotations
 
@@ -220,6 +228,8 @@ def main():
     ap.add_argument("--budget", type=float, default=400.0, help="seconds; later shapes are skipped")
     ap.add_argument("--quick", action="store_true", help="bf16 and the first shapes only")
     ap.add_argument("--replot", metavar="JSON", help="redraw the plots and table of a saved run")
+    ap.add_argument("--fused", action="store_true",
+                    help="the fused calls against the torch expressions they replace")
     args = ap.parse_args()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -243,6 +253,8 @@ def main():
     print(f"device {dev}, copy {copy:.3f} TB/s, torch {torch.__version__}, triton {triton.__version__}")
     for k, v in missing.items():
         print(f"skipped {k}: {v}")
+    if args.fused:
+        return run_fused(args, out_dir, copy, dev)
 
     results, skipped, point = [], [], 0
     for label, shape, dtypes in shapes():
@@ -366,6 +378,141 @@ def plot(results, out_dir, meta):
         fig.tight_layout()
         fig.savefig(out_dir / f"compare_{direction}.png", dpi=80)
         plt.close(fig)
+
+
+# --------------------------------------------------------------------------- fused calls
+
+def fused_cases():
+    """(label, shape, dtype, case) for the fused comparison: attention scores (batch, heads,
+    queries, keys), 16-bit, scaled, causal or key-padded; vocabulary rows, bf16 and fp32,
+    log-softmax or a temperature a row."""
+    out = []
+    for b, h, q in ((8, 12, 512), (2, 32, 2048), (1, 32, 4096)):
+        for dtype in (torch.bfloat16, torch.float16):
+            for case in ("scaled", "causal", "padded"):
+                out.append((f"attn {b}x{h}x{q}x{q} {case}", (b, h, q, q), dtype, case))
+    for cols in (128256, 151936, 256000):
+        rows = max(1, 2 ** 27 // cols)
+        for dtype in (torch.bfloat16, torch.float32):
+            for case in ("log", "temperature"):
+                out.append((f"vocab {rows}x{cols} {case}", (rows, cols), dtype, case))
+    return out
+
+
+def fused_calls(case, x):
+    """({name: forward()}, expr) for one fused case on scores or logits `x`: rowsoftmax's fused
+    call, and the torch expression `expr` it replaces, eager and compiled (the mask and
+    temperatures made once, outside the timed calls, as a model holds them)."""
+    import rowsoftmax_torch as rs
+    cols = x.shape[-1]
+    s = 1.0 / math.sqrt(128.0)
+    if case == "scaled":
+        ours = lambda: rs.softmax(x, scale=s)
+        expr = lambda x: torch.softmax(x * s, dim=-1)
+    elif case == "causal":
+        keep = torch.ones(x.shape[-2], cols, dtype=torch.bool, device=x.device).tril()
+        ours = lambda: rs.softmax(x, scale=s, causal=True)
+        expr = lambda x: torch.softmax((x * s).masked_fill(~keep, -math.inf), dim=-1)
+    elif case == "padded":  # a key length a batch, from half the keys to all of them
+        g = torch.Generator(device="cuda").manual_seed(1)
+        lengths = torch.randint(cols // 2, cols + 1, (x.shape[0], 1, 1), generator=g,
+                                device="cuda").int()
+        keep = (torch.arange(cols, device=x.device) < lengths.unsqueeze(-1))
+        ours = lambda: rs.softmax(x, scale=s, lengths=lengths)
+        expr = lambda x: torch.softmax((x * s).masked_fill(~keep, -math.inf), dim=-1)
+    elif case == "log":
+        ours = lambda: rs.log_softmax(x)
+        expr = lambda x: torch.log_softmax(x, dim=-1)
+    else:  # temperature: one a row
+        g = torch.Generator(device="cuda").manual_seed(2)
+        t = torch.rand(x.shape[0], generator=g, device="cuda") + 0.5
+        inv = 1.0 / t
+        ours = lambda: rs.softmax(x, row_scale=inv)
+        expr = lambda x: torch.softmax(x / t.unsqueeze(-1), dim=-1)
+    compiled = torch.compile(expr, dynamic=True)
+    return {"rowsoftmax": ours, "torch eager": lambda: expr(x),
+            "torch.compile": lambda: compiled(x)}, expr
+
+
+def run_fused(args, out_dir, copy, dev):
+    t0, results, skipped = time.time(), [], []
+    for i, (label, shape, dtype, case) in enumerate(fused_cases()):
+        if time.time() - t0 > args.budget:
+            skipped.append(f"{label} {NAMES[dtype]}")
+            continue
+        x = (torch.rand(shape, device="cuda") * 16 - 8).to(dtype)
+        calls, expr = fused_calls(case, x)
+        rows = x.numel() // shape[-1]
+        check = min(rows, args.check_rows)
+        ref = expr(x.double()).reshape(-1, shape[-1])[:check]  # float64
+        nbytes = 2 * x.element_size() * x.numel()
+        names = list(calls)
+        first = i % len(names)
+        for name in names[first:] + names[:first]:
+            try:
+                got = calls[name]()
+                finite = torch.isfinite(ref)
+                out = got.reshape(-1, shape[-1])[:check].double()
+                err = ((out - ref)[finite].norm() / ref[finite].norm()).item()
+                same_inf = bool((out[~finite] == ref[~finite]).all())
+                del got, out
+                ms = time_ms(calls[name], args.warmup, args.reps, args.warm_ms * 1e-3)
+            except Exception as e:  # noqa: BLE001
+                print(f"  {name} {label} {NAMES[dtype]}: failed: {type(e).__name__}: {e}")
+                continue
+            tbps = nbytes / (ms * 1e-3) / 1e12
+            results.append(dict(direction="forward", dtype=NAMES[dtype], shape=label, case=case,
+                                rows=rows, cols=shape[-1], impl=name, us=ms * 1e3, tbps=tbps,
+                                pct_copy=100 * tbps / copy, rel_err=err, same_inf=same_inf))
+        del x, calls, expr, ref
+        torch.cuda.empty_cache()
+    for r in results:
+        peer = max((q["tbps"] for q in results if q["impl"] != "rowsoftmax" and
+                    (q["shape"], q["dtype"]) == (r["shape"], r["dtype"])), default=0.0)
+        r["vs_best_peer"] = r["tbps"] / peer if peer else float("nan")
+    meta = dict(device=dev, copy_tbps=copy, torch=torch.__version__, triton=triton.__version__,
+                date=time.strftime("%Y-%m-%d"), commit=os.environ.get("ROWSOFTMAX_COMMIT", "unknown"),
+                skipped_for_time=skipped)
+    (out_dir / "compare_fused.json").write_text(json.dumps(dict(meta=meta, results=results), indent=1))
+    with open(out_dir / "compare_fused.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(results[0].keys()) if results else ["none"])
+        w.writeheader()
+        w.writerows(results)
+    plot_fused(results, out_dir, meta)
+    print_table(results, ["rowsoftmax", "torch eager", "torch.compile"], copy)
+    if skipped:
+        print(f"skipped for the time budget: {', '.join(skipped)}")
+    return 0
+
+
+def plot_fused(results, out_dir, meta):
+    """compare_fused.png: TB/s of each implementation on each fused point, as bars."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:  # noqa: BLE001
+        print(f"no plots: {e}")
+        return
+    points = list(dict.fromkeys((r["shape"], r["dtype"]) for r in results))
+    names = ["rowsoftmax", "torch eager", "torch.compile"]
+    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(points)), 6))
+    width = 0.8 / len(names)
+    for k, name in enumerate(names):
+        vals = [next((r["tbps"] for r in results if (r["shape"], r["dtype"]) == p and
+                      r["impl"] == name), 0.0) for p in points]
+        ax.bar([i + k * width for i in range(len(points))], vals, width, label=name,
+               color=f"C{k}")
+    ax.axhline(meta["copy_tbps"], color="gray", linestyle="--", label="copy")
+    ax.set_xticks([i + width for i in range(len(points))])
+    ax.set_xticklabels([f"{s} {d}" for s, d in points], rotation=75, ha="right", fontsize=7)
+    ax.set_ylabel("TB/s (2 x rows x cols x size)")
+    ax.legend()
+    ax.set_title(f"fused softmax calls against their torch expressions on {meta['device']}, "
+                 f"{meta['date']}, commit {meta['commit']}")
+    fig.tight_layout()
+    fig.savefig(out_dir / "compare_fused.png", dpi=80)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

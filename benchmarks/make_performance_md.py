@@ -11,6 +11,7 @@ Reads, in benchmarks/results/:
   bench_summary.txt  the summary rowsoftmax_bench prints last, from its "summary (copy ...)" line
   bench.json         the same run's Google Benchmark JSON (optional; its date if run.txt has none)
   compare.csv/.json  benchmarks/compare_peers.py's comparison with the peers (optional)
+  compare_fused.csv/.json  its --fused comparison with the torch expressions (optional)
 and docs/performance_notes.md (the hand-written "What falls short and why", included as it is).
 Writes docs/performance.md, and the README's headline table between the lines
 <!-- headline:begin --> and <!-- headline:end --> where README.md has them. The same inputs give
@@ -379,6 +380,42 @@ def section_peers(out, meta, rows):
         out.append(text + ".\n")
 
 
+def section_fused_peers(out, results):
+    path = results / "compare_fused.csv"
+    if not path.exists():
+        return
+    meta = {}
+    if (results / "compare_fused.json").exists():
+        meta = json.loads((results / "compare_fused.json").read_text()).get("meta", {})
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    points = OrderedDict()
+    for r in rows:
+        points.setdefault((r["shape"], r["dtype"]), {})[r["impl"]] = r
+    table = []
+    for (shape, dtype), got in points.items():
+        mine = got.get("rowsoftmax")
+        if not mine:
+            continue
+        cells = [shape, dtype, f"{float(mine['pct_copy']):.1f}%", f"{float(mine['us']):.1f}"]
+        for peer in ("torch eager", "torch.compile"):
+            p = got.get(peer)
+            cells.append(f"{float(mine['tbps']) / float(p['tbps']):.2f}×" if p else "-")
+        table.append(cells)
+    info = ", ".join(f"{k} {meta[k]}" for k in ("device", "date", "commit", "torch") if k in meta)
+    out.append("## Fused calls against the torch expressions they replace\n")
+    out.append(f"`benchmarks/compare_peers.py --fused` ({info}): rowsoftmax's fused call (a "
+               "scale, causal or key-padding masks on attention scores; log-softmax or a "
+               "temperature a row on vocabulary rows) against the torch expression a user runs "
+               "instead (`softmax(x * s)`, `softmax((x * s).masked_fill(~keep, -inf))`, "
+               "`log_softmax(x)`, `softmax(x / t[:, None])`), eager and under torch.compile, "
+               "forward, calls back to back. Cells: rowsoftmax's % of copy over 2 x rows x cols x "
+               "size, its time a call, and its speed over each. Errors against float64 and the "
+               "plot: `benchmarks/results/compare_fused.json`, `compare_fused.png`.\n")
+    out.append(md_table(["shape", "dtype", "% copy", "us", "vs eager", "vs torch.compile"], table,
+                        ["---", "---", "---:", "---:", "---:", "---:"]) + "\n")
+
+
 def headline(meta, rows):
     points = peer_points(rows)
     table = []
@@ -442,6 +479,7 @@ def build(results, notes_path):
     section_forced(out, rows)
     meta, peers = read_compare(results)
     section_peers(out, meta, peers)
+    section_fused_peers(out, results)
     section_below(out, rows)
     notes = notes_path.read_text() if notes_path.exists() else ""
     notes = re.sub(r"^<!--.*?-->\n+", "", notes, flags=re.S).strip()
