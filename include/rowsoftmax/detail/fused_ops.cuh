@@ -105,17 +105,6 @@ struct masked_args : Base {
 template <bool Masked, class Base>
 using args_with_masks = std::conditional_t<Masked, masked_args<Base>, Base>;
 
-/// `b`, with the masks where Masked (the tiled rows' arguments of a masked op's, on_tiles).
-template <bool Masked, class Base, class Args>
-__host__ __device__ inline args_with_masks<Masked, Base> with_masks_of(Base const& b,
-                                                                       Args const& a) {
-  if constexpr (Masked) {
-    return {b, a.mask};
-  } else {
-    return b;
-  }
-}
-
 /// The logit of an element x under the row's scale s: s * x rounded to float, but -inf stays
 /// -inf whatever the scale (a masked element stays masked, and the -inf the loads put beyond a
 /// row stays outside it under a negative or zero scale). Every product s * x of the fused ops is
@@ -251,9 +240,15 @@ struct fused_forward_op {
   }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
                                   std::int64_t first_row) {
-    return with_masks_of<Masked>(
-        base_args{tiles[0], a.cols, tiles[0], a.cols, rows, a.cols, a.p, a.row_base + first_row},
-        a);
+    // Unmasked, the aggregate as before the masks (through a helper, nvcc's code for the tiled
+    // kernels moved).
+    if constexpr (Masked) {
+      return {
+          base_args{tiles[0], a.cols, tiles[0], a.cols, rows, a.cols, a.p, a.row_base + first_row},
+          a.mask};
+    } else {
+      return {tiles[0], a.cols, tiles[0], a.cols, rows, a.cols, a.p, a.row_base + first_row};
+    }
   }
 
   /// The part of `w` the loads read: where Masked, up to the row's kept columns (-inf beyond).
@@ -472,9 +467,14 @@ struct fused_backward_op {
   }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
                                   std::int64_t first_row) {
-    return with_masks_of<Masked>(base_args{tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols,
-                                           rows, a.cols, a.p, a.row_base + first_row},
-                                 a);
+    if constexpr (Masked) {
+      return {base_args{tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols, rows, a.cols, a.p,
+                        a.row_base + first_row},
+              a.mask};
+    } else {
+      return {tiles[0], a.cols, tiles[1], a.cols, tiles[0],
+              a.cols,   rows,   a.cols,   a.p,    a.row_base + first_row};
+    }
   }
 
   /// As fused_forward_op::loaded (dy and y read as 0 beyond the kept columns).
@@ -542,13 +542,19 @@ struct fused_backward_op {
   __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
                                partial total, Hint hint = {}) {
     const float s = row_scale_of(a.p, a.row_base + w.row);
-    const std::int64_t kept = Masked ? loaded(a, w).cols : 0;
+    std::int64_t kept = 0;  // Masked: the row's kept end
+    if constexpr (Masked) kept = loaded(a, w).cols;
     vec_t<T, V> out[N];
 #pragma unroll
     for (int k = 0; k < N; ++k) {
       vec_t<T, V> dy = f.dy[k], y = f.y[k];
       dy.opaque();  // convert again rather than keep fold's floats alive across the exchange
       y.opaque();
+      int room = V;  // Masked: the window's lanes before the row's kept end
+      if constexpr (Masked) {
+        const std::int64_t left = kept - first_element<V, Hint>(w, k);
+        room = left >= V ? V : left <= 0 ? 0 : static_cast<int>(left);
+      }
       float dx[V];
 #pragma unroll
       for (int l = 0; l < V; ++l) {
@@ -557,8 +563,10 @@ struct fused_backward_op {
         } else {
           dx[l] = (y.at(l) * (dy.at(l) - total.s)) * s;
         }
-        // A masked column's dx is 0 exactly, whatever the row's sum (its dy and y read as 0).
-        if constexpr (Masked) dx[l] = first_element<V, Hint>(w, k) + l < kept ? dx[l] : 0.0f;
+        // A masked column's dx is 0 exactly, whatever the row's sum (its dy and y read as 0);
+        // compared in 32 bits a lane (64-bit element indices spilled the fp32 split and
+        // streaming kernels 196-776 bytes, none so).
+        if constexpr (Masked) dx[l] = l < room ? dx[l] : 0.0f;
       }
       out[k] = vec_t<T, V>::round(dx);
     }
