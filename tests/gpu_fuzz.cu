@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU differential fuzzer: random calls of the public launchers (softmax forward and backward
 // for float, __half and __nv_bfloat16, with and without a workspace, and the fused bf16
-// log-softmax with random options) checked against the float64 reference for a time budget.
+// log-softmax with random options, masked in about half its calls) checked against the float64
+// reference for a time budget.
 // Every output buffer is poisoned with NaN first, every byte outside the rows is checked
 // untouched (compare), and the inputs are checked unchanged. Before each call the plan the
 // launcher takes is queried and recorded; at the start the configurations the planner can choose
@@ -29,6 +30,9 @@
 extern template cudaError_t rowsoftmax::log_softmax_forward<__nv_bfloat16>(
     __nv_bfloat16 const*, std::int64_t, __nv_bfloat16*, std::int64_t, std::int64_t, std::int64_t,
     rowsoftmax::softmax_options const&, cudaStream_t) noexcept;
+extern template cudaError_t rowsoftmax::log_softmax_forward<__nv_bfloat16>(
+    __nv_bfloat16 const*, std::int64_t, __nv_bfloat16*, std::int64_t, std::int64_t, std::int64_t,
+    rowsoftmax::masked_softmax_options const&, cudaStream_t) noexcept;
 
 #include <algorithm>
 #include <atomic>
@@ -303,6 +307,10 @@ struct call {
   bool row_scale = false;
   bool lse = false;
   empty_rows empty = empty_rows::nan;
+  // Its masks (the masked launcher where either is drawn), as fused_case says them.
+  int lengths = 0;
+  bool causal = false;
+  int diagonal = 0;
   std::uint64_t data_seed = 0;
   std::string target;    ///< the reachable configuration the call was drawn for, if any
   int target_code = -1;  ///< its cover_key::code
@@ -329,7 +337,9 @@ struct call {
     if (o == op::log_fused)
       s << ", options: scale " << scale << (row_scale ? ", row_scale" : "")
         << (lse ? ", row_lse" : "") << ", empty rows "
-        << (empty == empty_rows::zero ? "zero" : "nan");
+        << (empty == empty_rows::zero ? "zero" : "nan")
+        << (lengths != 0 ? ", lengths mode " + std::to_string(lengths) : "")
+        << (causal ? ", causal diagonal mode " + std::to_string(diagonal) : "");
     s << ", data seed " << data_seed;
     if (!target.empty()) s << ", drawn for " << target;
     return s.str();
@@ -700,6 +710,11 @@ class generator {
       c.row_scale = g.below(5) < 2;
       c.lse = g.below(2) == 1;
       c.empty = g.below(2) == 1 ? empty_rows::zero : empty_rows::nan;
+      // Masked (the masked launcher) in about half the calls: lengths, causal or both.
+      const i64 m = g.below(6);
+      c.lengths = m == 1 || m == 3 ? 1 + static_cast<int>(g.below(3)) : 0;
+      c.causal = m == 2 || m == 3;
+      c.diagonal = static_cast<int>(g.below(3));
     }
     c.data_seed = g.next();
   }
@@ -871,18 +886,24 @@ outcome run_forward(call const& c) {
   std::vector<T> y_init =
       in_place ? x : std::vector<T>(buffer_elems<T>(yg.offset, yg.stride, s), poison<T>());
   std::vector<float> rs, scales;
+  fused_case fc;
+  fc.scale = c.scale;
+  fc.row_scales = c.row_scale;
+  fc.lengths = c.lengths;
+  fc.causal = c.causal;
+  fc.diagonal = c.diagonal;
   if (fused) {
     rs = draw_row_scales(geo.rows, g);
-    fused_case fc;
-    fc.scale = c.scale;
-    fc.row_scales = c.row_scale;
     scales = row_scales_of(fc, rs, geo.rows);
   }
+  // The masks and each row's kept columns (none masked: every column kept).
+  const prefix_masks masks(fc, fused ? geo.rows : 0, geo.cols, g);
 
   device_buffer<T> x_buf(x.size()), y_buf(in_place ? 1 : y_init.size());
   device_buffer<float> rs_buf(fused ? rs.size() : 1);
   device_buffer<float> lse_buf(fused ? static_cast<std::size_t>(geo.rows + lse_guard) : 1);
-  if (!x_buf.ptr || !y_buf.ptr || !rs_buf.ptr || !lse_buf.ptr) {
+  device_buffer<int> len_buf(std::max<std::size_t>(masks.lengths.size(), 1));
+  if (!x_buf.ptr || !y_buf.ptr || !rs_buf.ptr || !lse_buf.ptr || !len_buf.ptr) {
     out.error = "cudaMalloc of the tensors failed";
     return out;
   }
@@ -891,6 +912,7 @@ outcome run_forward(call const& c) {
   if (e == cudaSuccess && !in_place) e = y_buf.upload(y_init);
   if (e == cudaSuccess && fused) e = rs_buf.upload(rs);
   if (e == cudaSuccess && fused) e = lse_buf.upload(lse_init);
+  if (e == cudaSuccess && !masks.lengths.empty()) e = len_buf.upload(masks.lengths);
   if (out.failed("upload", e)) return out;
   T* xp = x_buf.ptr + xg.offset;
   T* yp = in_place ? xp : y_buf.ptr + yg.offset;
@@ -918,6 +940,9 @@ outcome run_forward(call const& c) {
   }
   e = launch_as(c.launch, [&](cudaStream_t stream) {
     if constexpr (Fused) {
+      if (fc.masked())
+        return log_softmax_forward(xp, xg.stride, yp, yg.stride, geo.rows, geo.cols,
+                                   masks.options(fc, o, len_buf.ptr), stream);
       return log_softmax_forward(xp, xg.stride, yp, yg.stride, geo.rows, geo.cols, o, stream);
     } else {
       if (c.workspace)
@@ -951,9 +976,12 @@ outcome run_forward(call const& c) {
       thread_local std::vector<double> z;
       z.resize(static_cast<std::size_t>(geo.cols));
       const float sr = scales[static_cast<std::size_t>(r)];
+      const i64 kept = masks.kept[static_cast<std::size_t>(r)];
       for (i64 j = 0; j < geo.cols; ++j)
-        z[static_cast<std::size_t>(j)] = logit(
-            sr, dtype<T>::to_double(x[static_cast<std::size_t>(xg.offset + r * xg.stride + j)]));
+        z[static_cast<std::size_t>(j)] =
+            j >= kept ? -INFINITY
+                      : logit(sr, dtype<T>::to_double(
+                                      x[static_cast<std::size_t>(xg.offset + r * xg.stride + j)]));
       lse_ref[static_cast<std::size_t>(r)] = reference_fused_forward(z, true, c.empty, ref);
     } else {
       thread_local std::vector<double> xr;
@@ -974,11 +1002,12 @@ outcome run_forward(call const& c) {
     const i64 xbase = xg.offset + bad_row * xg.stride;
     const float sr = scales[static_cast<std::size_t>(bad_row)];
     double m = -INFINITY;
-    for (i64 j = 0; j < geo.cols; ++j)
+    const i64 kept = masks.kept[static_cast<std::size_t>(bad_row)];
+    for (i64 j = 0; j < kept; ++j)
       m = std::max(m, logit(sr, dtype<T>::to_double(x[static_cast<std::size_t>(xbase + j)])));
     std::ostringstream d;
     d << "; x " << dtype<T>::to_double(x[static_cast<std::size_t>(xbase + bad_col)])
-      << ", row scale " << sr << ", reference max logit " << m;
+      << ", row scale " << sr << ", reference max logit " << m << ", kept columns " << kept;
     if (c.lse) d << ", row_lse " << lse[static_cast<std::size_t>(bad_row)];
     out.error += d.str();
   }

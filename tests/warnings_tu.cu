@@ -29,3 +29,7 @@ template const char* rowsoftmax::explain_backward<__half>(
 template cudaError_t rowsoftmax::log_softmax_forward<__nv_bfloat16>(
     __nv_bfloat16 const*, std::int64_t, __nv_bfloat16*, std::int64_t, std::int64_t, std::int64_t,
     rowsoftmax::softmax_options const&, cudaStream_t) noexcept;
+// Its masked form: the masked op's kernels under the same warnings (and the GPU fuzzer's).
+template cudaError_t rowsoftmax::log_softmax_forward<__nv_bfloat16>(
+    __nv_bfloat16 const*, std::int64_t, __nv_bfloat16*, std::int64_t, std::int64_t, std::int64_t,
+    rowsoftmax::masked_softmax_options const&, cudaStream_t) noexcept;
