@@ -265,12 +265,20 @@ struct fused_forward_op {
   template <int V, int N, class Hint = no_hint>
   __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
                                Hint hint = {}) {
-    load_windows(a.x + w.row * a.x_stride, loaded(a, w), from_float<T>(neg_inf), f.v, hint);
+    if constexpr (Masked) {
+      load_windows(a.x + w.row * a.x_stride, loaded(a, w), from_float<T>(neg_inf), f.v, hint);
+    } else {
+      load_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
+    }
   }
   template <int V, int N, class Hint = no_hint>
   __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
                                 Hint hint = {}) {
-    finish_windows(a.x + w.row * a.x_stride, loaded(a, w), from_float<T>(neg_inf), f.v, hint);
+    if constexpr (Masked) {
+      finish_windows(a.x + w.row * a.x_stride, loaded(a, w), from_float<T>(neg_inf), f.v, hint);
+    } else {
+      finish_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
+    }
     const float s = row_scale_of(a.p, a.row_base + w.row);
     f.m = neg_inf;
     if constexpr (std::is_same_v<T, float>) {
@@ -491,27 +499,47 @@ struct fused_backward_op {
   template <int V, int N, class Hint = no_hint>
   __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
                                Hint hint = {}) {
-    plain::issue(tensors(a), loaded(a, w), f, hint);
+    if constexpr (Masked) {
+      plain::issue(tensors(a), loaded(a, w), f, hint);
+    } else {
+      plain::issue(tensors(a), w, f, hint);
+    }
   }
   template <int V, int N, class DyHint, class YHint>
   __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
                                DyHint dy_hint, YHint y_hint) {
-    plain::issue(tensors(a), loaded(a, w), f, dy_hint, y_hint);
+    if constexpr (Masked) {
+      plain::issue(tensors(a), loaded(a, w), f, dy_hint, y_hint);
+    } else {
+      plain::issue(tensors(a), w, f, dy_hint, y_hint);
+    }
   }
   template <int V, int N, class Hint = no_hint>
   __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
                                 Hint hint = {}) {
-    plain::finish(tensors(a), loaded(a, w), f, hint);
+    if constexpr (Masked) {
+      plain::finish(tensors(a), loaded(a, w), f, hint);
+    } else {
+      plain::finish(tensors(a), w, f, hint);
+    }
   }
   template <int V, int N, class Hint = no_hint>
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
                               Hint hint = {}) {
-    plain::load(tensors(a), loaded(a, w), f, hint);
+    if constexpr (Masked) {
+      plain::load(tensors(a), loaded(a, w), f, hint);
+    } else {
+      plain::load(tensors(a), w, f, hint);
+    }
   }
   template <int V, int N, class DyHint, class YHint>
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f, DyHint dy_hint,
                               YHint y_hint) {
-    plain::load(tensors(a), loaded(a, w), f, dy_hint, y_hint);
+    if constexpr (Masked) {
+      plain::load(tensors(a), loaded(a, w), f, dy_hint, y_hint);
+    } else {
+      plain::load(tensors(a), w, f, dy_hint, y_hint);
+    }
   }
   template <int V, int N>
   __device__ static vec_t<T, V> (&kept_half(fragment<V, N>& f))[N] {
@@ -520,7 +548,11 @@ struct fused_backward_op {
   template <int V, int N, class Hint = no_hint>
   __device__ static void load_other_half(args const& a, row_window const& w, fragment<V, N>& f,
                                          Hint hint = {}) {
-    plain::load_other_half(tensors(a), loaded(a, w), f, hint);
+    if constexpr (Masked) {
+      plain::load_other_half(tensors(a), loaded(a, w), f, hint);
+    } else {
+      plain::load_other_half(tensors(a), w, f, hint);
+    }
   }
 
   /// Softmax: the thread's share of sum(dy * y); log-softmax: of sum(dy).
