@@ -646,6 +646,54 @@ TYPED_TEST_P(Fused, GraphReadsRowScalesWhenItRuns) {
   cudaStreamDestroy(stream);
 }
 
+// A captured graph reads the lengths when it runs: replayed after new lengths are copied in, it
+// keeps each row's new prefix (and zeros the rest).
+TYPED_TEST_P(Fused, GraphReadsLengthsWhenItRuns) {
+  using T = TypeParam;
+  constexpr std::int64_t rows = 4, cols = 3000;
+  std::vector<T> x(rows * cols);
+  rng g(11);
+  fill_random(x, g, -4.0, 4.0);
+  device_buffer<T> x_buf(x.size()), y_buf(x.size());
+  device_buffer<int> len_buf(rows);
+  ROWSOFTMAX_CUDA_OK(x_buf.upload(x));
+  masked_softmax_options o;
+  o.lengths = len_buf.ptr;
+  o.empty = empty_rows::zero;
+  cudaStream_t stream = nullptr;
+  ROWSOFTMAX_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ROWSOFTMAX_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const cudaError_t launched =
+      softmax_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o, stream);
+  ROWSOFTMAX_CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  ROWSOFTMAX_CUDA_OK(launched);
+  ROWSOFTMAX_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int round = 0; round < 3; ++round) {
+    const std::vector<int> lengths{1 + 1000 * round, 2999 - round, 0, 7 * round + 2};
+    ROWSOFTMAX_CUDA_OK(len_buf.upload(lengths));
+    ROWSOFTMAX_CUDA_OK(cudaGraphLaunch(exec, stream));
+    ROWSOFTMAX_CUDA_OK(cudaStreamSynchronize(stream));
+    std::vector<T> y;
+    ROWSOFTMAX_CUDA_OK(y_buf.download(y));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t kept = lengths[static_cast<std::size_t>(r)];
+      std::vector<double> z(cols, -std::numeric_limits<double>::infinity()), ref(cols);
+      for (std::int64_t j = 0; j < kept; ++j)
+        z[static_cast<std::size_t>(j)] = dtype<T>::to_double(x[r * cols + j]);
+      reference_fused_forward(z, false, empty_rows::zero, ref);
+      for (std::int64_t j = 0; j < cols; ++j)
+        ASSERT_NEAR(dtype<T>::to_double(y[r * cols + j]), ref[static_cast<std::size_t>(j)],
+                    tolerance<T>::rel * ref[static_cast<std::size_t>(j)] + tolerance<T>::abs)
+            << "round " << round << " row " << r << " col " << j << " length " << kept;
+    }
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 // Refused options launch nothing: the output keeps its bytes.
 TYPED_TEST_P(Fused, RefusedOptionsWriteNothing) {
   using T = TypeParam;
@@ -730,7 +778,7 @@ TYPED_TEST_P(Fused, SanitizerSubset) {
 REGISTER_TYPED_TEST_SUITE_P(Fused, EveryTierPlanned, MaskedEveryTierPlanned,
                             SpecialValuesAndEmptyRows, MaskedSpecialValues,
                             EveryConfigurationThatHoldsTheRow, MaskedEveryConfiguration,
-                            GraphReadsRowScalesWhenItRuns, RefusedOptionsWriteNothing,
-                            RefusedMasksWriteNothing, SanitizerSubset);
+                            GraphReadsRowScalesWhenItRuns, GraphReadsLengthsWhenItRuns,
+                            RefusedOptionsWriteNothing, RefusedMasksWriteNothing, SanitizerSubset);
 
 }  // namespace rowsoftmax::test
