@@ -118,10 +118,9 @@ struct staged_share {
 
   /// The slots the copies do not fill: those past the share's kept windows (a range of whole
   /// slots of the CTA's threads) -inf, filled by its threads in turn; the ragged windows, at most
-  /// the share's first (where whole0 is 1) and the one after its whole ones (whole_kept, where it
-  /// is read),
-  /// each read by the thread whose slot it is, so that no thread checks each of its slots
-  /// (tuning log, staged rows).
+  /// the share's first (where whole0 is 1) and the one after its whole kept ones (whole_kept,
+  /// where it is read), each read by the thread whose slot it is, so that no thread checks each
+  /// of its slots (tuning log, staged rows).
   __device__ void edges(uint4* staged) const {
     const int thread = static_cast<int>(threadIdx.x);
     vec neg;
