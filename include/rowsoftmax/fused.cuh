@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Public fused launchers: softmax and log-softmax, forward and backward, with a scale (one a
-// call and one a row), a row log-sum-exp output and an empty-row policy (softmax_options), in
+// call and one a row), a row log-sum-exp output and an empty-row policy (softmax_options), and
+// with the masks that keep a prefix of each row (masked_softmax_options: lengths, causal), in
 // the one read and one write of plain softmax, through every tier.
 #pragma once
 

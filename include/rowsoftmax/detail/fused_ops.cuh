@@ -2,8 +2,9 @@
 // The fused ops: softmax and log-softmax with a scale (a call's and a row's), a row
 // log-sum-exp output and an empty-row policy, forward and backward, written against the same
 // interface as ops.cuh, so that every tier runs them. Log-softmax is a compile-time feature (it
-// changes the epilogue and what the fp32 fragment keeps); the rest are runtime values, read by
-// the kernel.
+// changes the epilogue and what the fp32 fragment keeps), and so are the prefix masks (lengths,
+// causal: they narrow the windows the loads read); the rest are runtime values, read by the
+// kernel.
 #pragma once
 
 #include <cstdint>
