@@ -182,14 +182,6 @@ inline void explain_masks(option_rule r, masked_softmax_options const& o, char* 
   }
 }
 
-/// masked_softmax_options of `o` where it is one (the fields the masked rules explain).
-inline masked_softmax_options const* masked_of(softmax_options const&) noexcept {
-  return nullptr;
-}
-inline masked_softmax_options const* masked_of(masked_softmax_options const& o) noexcept {
-  return &o;
-}
-
 template <class Options>
 const char* explain_options(option_rule r, Options const& o) noexcept {
   char* b = explain_buffer();
@@ -221,9 +213,7 @@ const char* explain_options(option_rule r, Options const& o) noexcept {
                     static_cast<void const*>(o.row_lse));
       break;
     default:
-      if (masked_softmax_options const* m = masked_of(o)) {
-        explain_masks(r, *m, b, n);
-      }
+      if constexpr (std::is_same_v<Options, masked_softmax_options>) explain_masks(r, o, b, n);
       break;
   }
   return b;

@@ -247,10 +247,10 @@ std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double s
              : rowsoftmax::masked_softmax_options{};
   const cudaError_t e = by_dtype(x.scalar_type(), [&](auto t) {
     using T = typename decltype(t)::type;
-    return masked ? rowsoftmax_ext::masked_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y),
-                                                   in.cols, in.rows, in.cols, m, stream, &why)
-                  : rowsoftmax_ext::fused_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y),
-                                                  in.cols, in.rows, in.cols, o, stream, &why);
+    return masked ? rowsoftmax_ext::masked_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols,
+                                                   in.rows, in.cols, m, stream, &why)
+                  : rowsoftmax_ext::fused_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols,
+                                                  in.rows, in.cols, o, stream, &why);
   });
   check_cuda(e, why);
   return {y, lse};

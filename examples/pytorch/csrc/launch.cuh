@@ -43,15 +43,14 @@ cudaError_t fused_backward(bool log, T const* dy, std::int64_t dy_stride, T cons
 
 /// The masked forms (masked_softmax_options: lengths, causal), with the masked explanations.
 template <class T>
-cudaError_t masked_forward(bool log, T const* x, std::int64_t x_stride, T* y,
-                           std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
+cudaError_t masked_forward(bool log, T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
+                           std::int64_t rows, std::int64_t cols,
                            rowsoftmax::masked_softmax_options const& options, cudaStream_t stream,
                            const char** why);
 template <class T>
 cudaError_t masked_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
-                            std::int64_t y_stride, T* dx, std::int64_t dx_stride,
-                            std::int64_t rows, std::int64_t cols,
-                            rowsoftmax::masked_softmax_options const& options,
+                            std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
+                            std::int64_t cols, rowsoftmax::masked_softmax_options const& options,
                             cudaStream_t stream, const char** why);
 
 }  // namespace rowsoftmax_ext

@@ -81,8 +81,8 @@ cudaError_t fused_backward(bool log, T const* dy, std::int64_t dy_stride, T cons
 }
 
 template <class T>
-cudaError_t masked_forward(bool log, T const* x, std::int64_t x_stride, T* y,
-                           std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
+cudaError_t masked_forward(bool log, T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
+                           std::int64_t rows, std::int64_t cols,
                            rowsoftmax::masked_softmax_options const& options, cudaStream_t stream,
                            const char** why) {
   return options_forward(log, x, x_stride, y, y_stride, rows, cols, options, stream, why);
@@ -90,9 +90,8 @@ cudaError_t masked_forward(bool log, T const* x, std::int64_t x_stride, T* y,
 
 template <class T>
 cudaError_t masked_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
-                            std::int64_t y_stride, T* dx, std::int64_t dx_stride,
-                            std::int64_t rows, std::int64_t cols,
-                            rowsoftmax::masked_softmax_options const& options,
+                            std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
+                            std::int64_t cols, rowsoftmax::masked_softmax_options const& options,
                             cudaStream_t stream, const char** why) {
   return options_backward(log, dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols, options,
                           stream, why);

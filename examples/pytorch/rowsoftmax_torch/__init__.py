@@ -158,6 +158,19 @@ _EMPTY = {"nan": False, "zero": True}
 _FLOAT32_MAX = torch.finfo(torch.float32).max
 
 
+def _broadcast_rows(t: torch.Tensor, x: torch.Tensor, name: str) -> None:
+    """Raises unless `t` is on x's device and broadcasts to x's rows (x.shape[:-1])."""
+    if t.device != x.device:
+        raise ValueError(f"rowsoftmax: {name} must be on {x.device}, got {t.device}")
+    rows = x.shape[:-1]
+    fits = t.dim() <= len(rows)
+    for a, b in zip(reversed(t.shape), reversed(rows)):
+        fits = fits and (a == 1 or a == b)
+    if not fits:
+        raise ValueError(f"rowsoftmax: {name} of shape {tuple(t.shape)} does not "
+                         f"broadcast to x's rows {tuple(rows)} (x.shape[:-1])")
+
+
 def _row_scale(row_scale, x: torch.Tensor) -> torch.Tensor:
     """row_scale checked and broadcast to x's rows (x.shape[:-1]), detached (it gets no
     gradient)."""
@@ -166,16 +179,8 @@ def _row_scale(row_scale, x: torch.Tensor) -> torch.Tensor:
                         f"got {type(row_scale).__name__}")
     if row_scale.dtype != torch.float32:
         raise TypeError(f"rowsoftmax: row_scale must be float32, got {row_scale.dtype}")
-    if row_scale.device != x.device:
-        raise ValueError(f"rowsoftmax: row_scale must be on {x.device}, got {row_scale.device}")
-    rows = x.shape[:-1]
-    fits = row_scale.dim() <= len(rows)
-    for a, b in zip(reversed(row_scale.shape), reversed(rows)):
-        fits = fits and (a == 1 or a == b)
-    if not fits:
-        raise ValueError(f"rowsoftmax: row_scale of shape {tuple(row_scale.shape)} does not "
-                         f"broadcast to x's rows {tuple(rows)} (x.shape[:-1])")
-    return row_scale.detach().expand(rows)
+    _broadcast_rows(row_scale, x, "row_scale")
+    return row_scale.detach().expand(x.shape[:-1])
 
 
 def _lengths(lengths, x: torch.Tensor) -> torch.Tensor:
@@ -184,18 +189,10 @@ def _lengths(lengths, x: torch.Tensor) -> torch.Tensor:
         raise TypeError(f"rowsoftmax: lengths must be a torch.Tensor, got {type(lengths).__name__}")
     if lengths.dtype.is_floating_point or lengths.dtype.is_complex or lengths.dtype == torch.bool:
         raise TypeError(f"rowsoftmax: lengths must be an integer tensor, got {lengths.dtype}")
-    if lengths.device != x.device:
-        raise ValueError(f"rowsoftmax: lengths must be on {x.device}, got {lengths.device}")
-    rows = x.shape[:-1]
-    fits = lengths.dim() <= len(rows)
-    for a, b in zip(reversed(lengths.shape), reversed(rows)):
-        fits = fits and (a == 1 or a == b)
-    if not fits:
-        raise ValueError(f"rowsoftmax: lengths of shape {tuple(lengths.shape)} does not "
-                         f"broadcast to x's rows {tuple(rows)} (x.shape[:-1])")
+    _broadcast_rows(lengths, x, "lengths")
     if lengths.dtype != torch.int32:  # values past cols or below 0 mean the same clamped
         lengths = lengths.clamp(0, x.shape[-1]).to(torch.int32)
-    return lengths.detach().expand(rows)
+    return lengths.detach().expand(x.shape[:-1])
 
 
 def _fused(x, dim, scale, row_scale, empty, return_lse, log, lengths=None, causal=False,

@@ -96,6 +96,19 @@ __device__ inline std::int64_t kept_cols(prefix_mask const& m, std::int64_t row,
 template <bool Masked>
 using masked_window = std::conditional_t<Masked, row_window, row_window const&>;
 
+/// The part of row window `w` a fused op's loads read, for its arguments `a`: up to the row's
+/// kept columns where Masked (a narrowed copy), else the window itself.
+template <bool Masked, class Args>
+__device__ inline masked_window<Masked> loaded_part(Args const& a, row_window const& w) {
+  if constexpr (Masked) {
+    row_window k = w;
+    k.cols = min(w.cols, kept_cols(a.mask, a.row_base + w.row, a.cols));
+    return k;
+  } else {
+    return w;
+  }
+}
+
 /// A masked op's arguments: its unmasked arguments and the masks. Apart, so that an unmasked
 /// op's arguments are what they were before the masks (a larger kernel parameter changes how
 /// nvcc keeps it: the fp32 cluster kernels spilled 16-124 bytes more).
@@ -254,13 +267,7 @@ struct fused_forward_op {
 
   /// The part of `w` the loads read: where Masked, up to the row's kept columns (-inf beyond).
   __device__ static masked_window<Masked> loaded(args const& a, row_window const& w) {
-    if constexpr (Masked) {
-      row_window k = w;
-      k.cols = min(w.cols, kept_cols(a.mask, a.row_base + w.row, a.cols));
-      return k;
-    } else {
-      return w;
-    }
+    return loaded_part<Masked>(a, w);
   }
 
   template <int V, int N, class Hint = no_hint>
@@ -488,13 +495,7 @@ struct fused_backward_op {
 
   /// As fused_forward_op::loaded (dy and y read as 0 beyond the kept columns).
   __device__ static masked_window<Masked> loaded(args const& a, row_window const& w) {
-    if constexpr (Masked) {
-      row_window k = w;
-      k.cols = min(w.cols, kept_cols(a.mask, a.row_base + w.row, a.cols));
-      return k;
-    } else {
-      return w;
-    }
+    return loaded_part<Masked>(a, w);
   }
 
   template <int V, int N, class Hint = no_hint>
