@@ -6,6 +6,9 @@
 # built in $B_BUILD (default build-ab-b; an existing build directory of this tree is reused).
 #
 #   benchmarks/ab_run.sh A_SOURCE_DIR [BENCH_FILTER] [PASSES]
+#
+# A_SOURCE_DIR may instead be a rowsoftmax_bench binary built elsewhere (Release, sm_90), run as
+# it is.
 set -u -o pipefail
 a_src=$1
 filter=${2:-'^(forward|backward)/(bf16|fp16|fp32)/cols:'}
@@ -18,7 +21,9 @@ build() {  # source dir, build dir
     ninja -C "$2" rowsoftmax_bench > "$OUT/build_$(basename "$2").log" 2>&1
 }
 start=$SECONDS
-build "$a_src" build-ab-a & pa=$!
+a_bin=build-ab-a/benchmarks/rowsoftmax_bench
+if [[ -f $a_src && -x $a_src ]]; then a_bin=$a_src; true & else build "$a_src" build-ab-a & fi
+pa=$!
 b_build=${B_BUILD:-build-ab-b}
 if [[ -f $b_build/build.ninja ]]; then ninja -C "$b_build" rowsoftmax_bench > "$OUT/build_b.log" 2>&1 &
 else build . "$b_build" & fi
@@ -28,8 +33,8 @@ wait $pb || { tail -20 "$OUT"/build_*b*.log; echo "build of B failed"; exit 1; }
 echo "built A and B in $((SECONDS - start)) s"
 for ((i = 1; i <= passes; ++i)); do
   for side in a b; do
-    bin=build-ab-a; [[ $side == b ]] && bin=$b_build
-    $bin/benchmarks/rowsoftmax_bench --benchmark_filter="$filter" > "$OUT/bench_${side}$i.log" 2>&1 ||
+    bin=$a_bin; [[ $side == b ]] && bin=$b_build/benchmarks/rowsoftmax_bench
+    $bin --benchmark_filter="$filter" > "$OUT/bench_${side}$i.log" 2>&1 ||
       { tail -5 "$OUT/bench_${side}$i.log"; echo "benchmark $side$i failed"; }
     sed -n '/^summary/,$p' "$OUT/bench_${side}$i.log" > "$OUT/summary_${side}$i.txt"
     echo "pass $i $side done at $((SECONDS - start)) s: $(head -1 "$OUT/summary_${side}$i.txt")"

@@ -16,6 +16,7 @@ headers in this repository (or ROWSOFTMAX_INCLUDE_DIR for an installed copy).
 """
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Optional
@@ -126,8 +127,10 @@ def _(dy, y, scale, row_scale, log, lengths, causal, diagonal):
 
 
 def _setup_context(ctx, inputs, output):
-    _, scale, row_scale, log, _, return_lse, lengths, causal, diagonal = inputs
-    ctx.save_for_backward(output[0], row_scale, lengths)
+    x, scale, row_scale, log, _, return_lse, lengths, causal, diagonal = inputs
+    # x and lse only where the lse's gradient needs them (see _backward).
+    ctx.save_for_backward(output[0], row_scale, lengths, x if return_lse else None,
+                          output[1] if return_lse else None)
     ctx.scale, ctx.log, ctx.return_lse = scale, log, return_lse
     ctx.causal, ctx.diagonal = causal, diagonal
     # Unused outputs give None, not zeros: no backward kernel for a y used only through lse,
@@ -137,17 +140,20 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, dy, dlse):
     """The gradient with respect to x (row_scale and the other arguments get none)."""
-    y, row_scale, lengths = ctx.saved_tensors
+    y, row_scale, lengths, x, lse = ctx.saved_tensors
     dx = None
     if dy is not None:
         dx = _fused_backward(dy, y, ctx.scale, row_scale, ctx.log, lengths, ctx.causal,
                              ctx.diagonal)
     if ctx.return_lse and dlse is not None:
-        # d lse / dx = s * softmax(s * x), one elementwise pass outside the kernel, in float32
-        # (0 in masked columns, where y is 0 or -inf).
-        s = ctx.scale if row_scale is None else row_scale * ctx.scale
-        p = y.float().exp() if ctx.log else y.float()
-        extra = p * (dlse * s).unsqueeze(-1)
+        # d lse / dx = s * softmax(s * x), one elementwise pass outside the kernel, in float32.
+        # softmax(s * x) = exp(s * x - lse) from x, not from y: a 16-bit log-softmax output
+        # holds |y| * 2^-11 (fp16) of absolute error, which exp(y) makes relative. It is 0
+        # where y says the column is masked or its exp underflows (y 0, log-softmax -inf).
+        s = ctx.scale if row_scale is None else (row_scale * ctx.scale).unsqueeze(-1)
+        p = torch.exp(x.float() * s - lse.unsqueeze(-1))
+        p = torch.where(y == (-math.inf if ctx.log else 0.0), 0.0, p)
+        extra = p * (dlse.unsqueeze(-1) * s)
         dx = extra.to(y.dtype) if dx is None else (dx.float() + extra).to(y.dtype)
     return dx, None, None, None, None, None, None, None, None
 

@@ -203,6 +203,7 @@ struct fused_forward_op {
   using reduce = online_reduce;
   using plain = forward_op<T>;
   static constexpr direction dir = direction::forward;
+  static constexpr bool masked = Masked;
   static constexpr int inputs = 1;
   static constexpr int outputs = 1;
   static constexpr bool keeps_exp = std::is_same_v<T, float> && !Log;
@@ -270,22 +271,32 @@ struct fused_forward_op {
     return loaded_part<Masked>(a, w);
   }
 
+  /// Masked: a tile's windows narrowed to the kept columns (load_tile_windows selects the fill
+  /// a word); global memory's read up to the kept end (read_limit), then fill_past.
   template <int V, int N, class Hint = no_hint>
   __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
                                Hint hint = {}) {
-    if constexpr (Masked) {
-      load_windows(a.x + w.row * a.x_stride, loaded(a, w), from_float<T>(neg_inf), f.v, hint);
+    const T fill = from_float<T>(neg_inf);
+    if constexpr (Masked && std::is_same_v<Hint, in_tile>) {
+      load_windows(a.x + w.row * a.x_stride, loaded(a, w), fill, f.v, hint);
+    } else if constexpr (Masked) {
+      load_windows(a.x + w.row * a.x_stride, w, fill, f.v, hint, read_limit{loaded(a, w).cols});
     } else {
-      load_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
+      load_windows(a.x + w.row * a.x_stride, w, fill, f.v, hint);
     }
   }
   template <int V, int N, class Hint = no_hint>
   __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
                                 Hint hint = {}) {
-    if constexpr (Masked) {
-      finish_windows(a.x + w.row * a.x_stride, loaded(a, w), from_float<T>(neg_inf), f.v, hint);
+    const T fill = from_float<T>(neg_inf);
+    if constexpr (Masked && std::is_same_v<Hint, in_tile>) {
+      finish_windows(a.x + w.row * a.x_stride, loaded(a, w), fill, f.v, hint);
+    } else if constexpr (Masked) {
+      const std::int64_t end = loaded(a, w).cols;
+      finish_windows(a.x + w.row * a.x_stride, w, fill, f.v, hint, read_limit{end});
+      fill_past<Hint>(w, end, fill, f.v);
     } else {
-      finish_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
+      finish_windows(a.x + w.row * a.x_stride, w, fill, f.v, hint);
     }
     const float s = row_scale_of(a.p, a.row_base + w.row);
     f.m = neg_inf;
@@ -443,6 +454,7 @@ struct fused_backward_op {
   using reduce = sum_reduce;
   using plain = backward_op<T>;
   static constexpr direction dir = direction::backward;
+  static constexpr bool masked = Masked;
   static constexpr int inputs = 2;
   static constexpr int outputs = 1;
 
@@ -498,11 +510,12 @@ struct fused_backward_op {
     return loaded_part<Masked>(a, w);
   }
 
+  /// Masked: as fused_forward_op::issue, for dy and y.
   template <int V, int N, class Hint = no_hint>
   __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
                                Hint hint = {}) {
     if constexpr (Masked) {
-      plain::issue(tensors(a), loaded(a, w), f, hint);
+      issue(a, w, f, hint, hint);
     } else {
       plain::issue(tensors(a), w, f, hint);
     }
@@ -510,8 +523,13 @@ struct fused_backward_op {
   template <int V, int N, class DyHint, class YHint>
   __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
                                DyHint dy_hint, YHint y_hint) {
-    if constexpr (Masked) {
+    if constexpr (Masked && std::is_same_v<DyHint, in_tile>) {
       plain::issue(tensors(a), loaded(a, w), f, dy_hint, y_hint);
+    } else if constexpr (Masked) {
+      const T zero = from_float<T>(0.0f);
+      const read_limit limit{loaded(a, w).cols};
+      load_windows(a.dy + w.row * a.dy_stride, w, zero, f.dy, dy_hint, limit);
+      load_windows(a.y + w.row * a.y_stride, w, zero, f.y, y_hint, limit);
     } else {
       plain::issue(tensors(a), w, f, dy_hint, y_hint);
     }
@@ -519,8 +537,16 @@ struct fused_backward_op {
   template <int V, int N, class Hint = no_hint>
   __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
                                 Hint hint = {}) {
-    if constexpr (Masked) {
+    if constexpr (Masked && std::is_same_v<Hint, in_tile>) {
       plain::finish(tensors(a), loaded(a, w), f, hint);
+    } else if constexpr (Masked) {
+      const T zero = from_float<T>(0.0f);
+      const std::int64_t end = loaded(a, w).cols;
+      // Both tensors' ragged windows read before either is placed, as plain::finish.
+      finish_windows(a.dy + w.row * a.dy_stride, a.y + w.row * a.y_stride, w, zero, f.dy, f.y, hint,
+                     read_limit{end});
+      fill_past<Hint>(w, end, zero, f.dy);
+      fill_past<Hint>(w, end, zero, f.y);
     } else {
       plain::finish(tensors(a), w, f, hint);
     }
@@ -529,7 +555,8 @@ struct fused_backward_op {
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
                               Hint hint = {}) {
     if constexpr (Masked) {
-      plain::load(tensors(a), loaded(a, w), f, hint);
+      issue(a, w, f, hint);
+      finish(a, w, f, hint);
     } else {
       plain::load(tensors(a), w, f, hint);
     }
@@ -538,7 +565,8 @@ struct fused_backward_op {
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f, DyHint dy_hint,
                               YHint y_hint) {
     if constexpr (Masked) {
-      plain::load(tensors(a), loaded(a, w), f, dy_hint, y_hint);
+      issue(a, w, f, dy_hint, y_hint);
+      finish(a, w, f, dy_hint);
     } else {
       plain::load(tensors(a), w, f, dy_hint, y_hint);
     }
@@ -550,8 +578,14 @@ struct fused_backward_op {
   template <int V, int N, class Hint = no_hint>
   __device__ static void load_other_half(args const& a, row_window const& w, fragment<V, N>& f,
                                          Hint hint = {}) {
-    if constexpr (Masked) {
+    if constexpr (Masked && std::is_same_v<Hint, in_tile>) {
       plain::load_other_half(tensors(a), loaded(a, w), f, hint);
+    } else if constexpr (Masked) {
+      const T zero = from_float<T>(0.0f);
+      const std::int64_t end = loaded(a, w).cols;
+      load_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint, read_limit{end});
+      finish_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint, read_limit{end});
+      fill_past<Hint>(w, end, zero, f.y);
     } else {
       plain::load_other_half(tensors(a), w, f, hint);
     }

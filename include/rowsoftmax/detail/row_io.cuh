@@ -222,6 +222,28 @@ __device__ inline ragged_slots ragged_of(row_window const& w) {
   return r;
 }
 
+/// Where a row's reads stop (a fused op's prefix masks): elements at or past `end` are `fill`.
+/// `load_windows` reads no whole window that starts there (a window holding `end` is read
+/// whole, and the row's ragged windows as without a limit); `fill_past` then puts `fill` in
+/// every element past it. So a row's kept end costs its window's selects, where a row that ends
+/// there reads that window element by element (16-bit rows: several times the instructions of
+/// a vector; tuning log, masks).
+struct read_limit {
+  std::int64_t end;
+};
+/// No limit: the row's loads read every window in [0, cols) (the unmasked ops).
+struct no_limit {};
+
+/// The end of what the ragged windows of `w` read under `limit`.
+template <class Limit>
+__device__ inline std::int64_t read_end(row_window const& w, Limit const& limit) {
+  if constexpr (std::is_same_v<Limit, no_limit>) {
+    return w.cols;
+  } else {
+    return w.cols < limit.end ? w.cols : limit.end;
+  }
+}
+
 /// Whether `load_windows` leaves the windows a row covers in part (ragged_of) to
 /// `finish_windows`, read there element by element once every load of the row is issued: for
 /// 16-bit rows of more than one slot a thread. Elsewhere `load_windows` reads them itself, word
@@ -240,18 +262,30 @@ inline constexpr bool defers_ragged = sizeof(T) == 2 && N > 1;
 /// every load of the row is issued before any loaded value is used: packing the element here
 /// would wait for its load before the thread's later loads are issued, one more memory latency
 /// for the warp and so for its row (tuning log, row I/O and ragged windows).
-template <class T, int V, int N, class Hint = no_hint>
+///
+/// `limit` (read_limit, global memory only): the whole windows that start at or past
+/// `limit.end` are `fill`, not read; the ragged ones are read up to it; `fill_past` then fills
+/// the window that holds it.
+template <class T, int V, int N, class Hint = no_hint, class Limit = no_limit>
 __device__ inline void load_windows(T const* row, row_window const& w, T fill,
-                                    vec_t<T, V> (&out)[N], Hint hint = {}) {
+                                    vec_t<T, V> (&out)[N], Hint hint = {}, Limit limit = {}) {
   using vec = vec_t<T, V>;
   if constexpr (std::is_same_v<Hint, in_tile>) {
+    static_assert(std::is_same_v<Limit, no_limit>, "a tile's windows are narrowed instead");
     load_tile_windows(row, w, fill, out);
   } else {
 #pragma unroll
     for (int k = 0; k < N; ++k) {
       const std::int64_t e0 = (w.first + std::int64_t{k} * w.stride) * V - w.shift;
       if (e0 >= 0 && e0 + V <= w.cols) {
-        out[k] = vec::load(row + e0, hint);
+        if constexpr (std::is_same_v<Limit, no_limit>) {
+          out[k] = vec::load(row + e0, hint);
+        } else if (e0 < limit.end) {
+          out[k] = vec::load(row + e0, hint);
+        } else {
+#pragma unroll
+          for (int i = 0; i < vec::words; ++i) out[k].w[i] = vec::fill_word(fill);
+        }
       } else if (defers_ragged<T, N> || (vec::per_word == 2 && (e0 + V <= 0 || e0 >= w.cols))) {
         // 4-byte windows wholly outside the row take the word-by-word branch below, whose
         // loads are then all predicated off: a branch of their own here slows the fp32
@@ -262,7 +296,8 @@ __device__ inline void load_windows(T const* row, row_window const& w, T fill,
 #pragma unroll
         for (int i = 0; i < vec::words; ++i) {
           const std::int64_t lo = e0 + i * vec::per_word, hi = lo + vec::per_word - 1;
-          const bool lo_in = lo >= 0 && lo < w.cols, hi_in = hi >= 0 && hi < w.cols;
+          const std::int64_t end = read_end(w, limit);
+          const bool lo_in = lo >= 0 && lo < end, hi_in = hi >= 0 && hi < end;
           if (lo_in && hi_in) {
             out[k].w[i] = *reinterpret_cast<typename vec::word const*>(row + lo);
           } else if (lo_in || hi_in) {  // 16-bit only: the one element, completed by finish
@@ -276,15 +311,46 @@ __device__ inline void load_windows(T const* row, row_window const& w, T fill,
   }
 }
 
+/// Puts `fill` in the elements at or past `end` of the window that holds `end`, where it is one
+/// of N windows (load_windows' geometry, `Hint` as there): a select a word (an indexed store
+/// would move the fragment to local memory). The windows past it load_windows and
+/// finish_windows left `fill` under read_limit{end}.
+template <class Hint = no_hint, class T, int V, int N>
+__device__ inline void fill_past(row_window const& w, std::int64_t end, T fill,
+                                 vec_t<T, V> (&out)[N]) {
+  using vec = vec_t<T, V>;
+  using word = typename vec::word;
+  const word f = vec::fill_word(fill);
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const std::int64_t left = end - first_element<V, Hint>(w, k);
+    if (left > 0 && left < V) {
+      const int kept = static_cast<int>(left);  // lanes before `end`
+#pragma unroll
+      for (int i = 0; i < vec::words; ++i) {
+        const int lo = i * vec::per_word;
+        if constexpr (vec::per_word == 1) {
+          out[k].w[i] = lo < kept ? out[k].w[i] : f;
+        } else {
+          const word x = out[k].w[i];
+          out[k].w[i] = lo + 1 < kept ? x : lo < kept ? (x & 0xffffu) | (f & 0xffff0000u) : f;
+        }
+      }
+    }
+  }
+}
+
 /// Completes what `load_windows` left of a row's ragged windows. Where defers_ragged: reads the
 /// windows the row covers in part (ragged_of), element by element, `fill` outside the row.
 /// Elsewhere, 16-bit rows only: moves each element read alone into its half of the word, `fill`
 /// in the other (only the row's first element, at an odd shift, and its last, at an even place
 /// in the window grid, share a word with elements outside the row). Nothing to do for 4-byte
 /// rows, nor for rows in a shared-memory tile (load_tile_windows reads them whole).
-template <class T, int V, int N, class Hint = no_hint>
+///
+/// `limit`: as load_windows' (the ragged windows read up to it).
+template <class T, int V, int N, class Hint = no_hint, class Limit = no_limit>
 __device__ inline void finish_windows(T const* row, row_window const& w, T fill,
-                                      vec_t<T, V> (&out)[N], Hint = {}) {
+                                      vec_t<T, V> (&out)[N], Hint = {}, Limit limit = {}) {
   if constexpr (std::is_same_v<Hint, in_tile>) {
   } else if constexpr (!defers_ragged<T, N>) {
     using vec = vec_t<T, V>;
@@ -314,10 +380,11 @@ __device__ inline void finish_windows(T const* row, row_window const& w, T fill,
     }
   } else {
     const ragged_slots r = ragged_of<V, N>(w);
-    if (r.head == 0) out[0] = load_ragged<T, V>(row, -std::int64_t{w.shift}, w.cols, fill);
+    const std::int64_t end = read_end(w, limit);
+    if (r.head == 0) out[0] = load_ragged<T, V>(row, -std::int64_t{w.shift}, end, fill);
     if (r.tail >= 0) {
       // Moved to its slot by selects: an indexed store would move the fragment to local memory.
-      const vec_t<T, V> t = load_ragged<T, V>(row, r.tail_e0, w.cols, fill);
+      const vec_t<T, V> t = load_ragged<T, V>(row, r.tail_e0, end, fill);
 #pragma unroll
       for (int k = 0; k < N; ++k)
         if (k == r.tail) out[k] = t;
@@ -333,20 +400,21 @@ __device__ inline void finish_windows(T const* row, row_window const& w, T fill,
 /// would wait for its reads before the second's are issued, a memory latency more for the
 /// thread and so for its CTA's row or cluster; branch-free, the reads and their selects in every
 /// thread would cost the aligned rows as much (tuning log, row I/O and ragged windows).
-template <class T, int V, int N, class Hint = no_hint>
+template <class T, int V, int N, class Hint = no_hint, class Limit = no_limit>
 __device__ inline void finish_windows(T const* row0, T const* row1, row_window const& w, T fill,
                                       vec_t<T, V> (&out0)[N], vec_t<T, V> (&out1)[N],
-                                      Hint hint = {}) {
+                                      Hint hint = {}, Limit limit = {}) {
   if constexpr (!defers_ragged<T, N> || std::is_same_v<Hint, in_tile>) {
-    finish_windows(row0, w, fill, out0, hint);
-    finish_windows(row1, w, fill, out1, hint);
+    finish_windows(row0, w, fill, out0, hint, limit);
+    finish_windows(row1, w, fill, out1, hint, limit);
   } else {
     const ragged_slots r = ragged_of<V, N>(w);
     if (r.head == 0 || r.tail >= 0) {
       const lanes none{0, 0};
       const std::int64_t h0 = -std::int64_t{w.shift};
-      const lanes h = r.head == 0 ? lanes_in_row<V>(h0, w.cols) : none;
-      const lanes t = r.tail >= 0 ? lanes_in_row<V>(r.tail_e0, w.cols) : none;
+      const std::int64_t end = read_end(w, limit);
+      const lanes h = r.head == 0 ? lanes_in_row<V>(h0, end) : none;
+      const lanes t = r.tail >= 0 ? lanes_in_row<V>(r.tail_e0, end) : none;
       const ragged_read<T, V> h0r = read_ragged<T, V>(row0, h0, h, fill);
       const ragged_read<T, V> t0r = read_ragged<T, V>(row0, r.tail_e0, t, fill);
       const ragged_read<T, V> h1r = read_ragged<T, V>(row1, h0, h, fill);
