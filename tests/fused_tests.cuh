@@ -396,7 +396,7 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
   auto ref_row = [&](std::int64_t r, std::vector<double>& ref, std::vector<double>& scale) {
     const double sr = scales[static_cast<std::size_t>(r)];
     double dot = 0, dot_abs = 0;
-    // Masked columns: dy and y not read (taken as 0 and -inf), dx exactly 0.
+    // Masked columns: dy and y not used (taken as 0 and -inf), dx exactly 0.
     const std::int64_t kept = masks.kept[static_cast<std::size_t>(r)];
     std::vector<double> dyr(static_cast<std::size_t>(s.cols), 0.0),
         yr(dyr.size(), c.log ? -std::numeric_limits<double>::infinity() : 0.0);
@@ -769,7 +769,7 @@ TYPED_TEST_P(Fused, SanitizerSubset) {
     check_fused_forward<T>(s, cases[2], seed_of(cols, 71));
     check_fused_backward<T>(s, cases[1], seed_of(cols, 72));
     check_fused_backward<T>(s, cases[2], seed_of(cols, 73));
-    // Masked: columns not read past each row's kept prefix.
+    // Masked: loads that stop at each row's kept end.
     check_fused_forward<T>(s, masked_cases()[4], seed_of(cols, 74));
     check_fused_backward<T>(s, masked_cases()[5], seed_of(cols, 75));
   }

@@ -383,8 +383,8 @@ cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
                                             rows, cols, options, stream);
 }
 
-/// @brief Masked log-softmax, strided rows: the masked columns written as -inf and not read
-/// (masked_softmax_options).
+/// @brief Masked log-softmax, strided rows: the masked columns written as -inf, their values not
+/// used (masked_softmax_options).
 template <class T>
 cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
                                 std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
@@ -440,7 +440,7 @@ cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y
 }
 
 /// @brief Backward of the masked softmax_forward with the same options: over the kept columns,
-/// dx 0 in the others, whose dy and y are not read.
+/// dx 0 in the others, whose dy and y are not used.
 template <class T>
 cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
                              std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,

@@ -55,8 +55,9 @@ struct broadcast_strides {
 };
 
 /// @brief softmax_options with the masks that keep a prefix of each row: a valid length per row
-/// and a causal mask, in any combination. The columns they remove are not read; forward writes
-/// them as 0 (log-softmax: -inf), backward writes their dx as 0 and does not read their dy or y.
+/// and a causal mask, in any combination. The values of the columns they remove are never used,
+/// and they are not read past the 16-byte vector that holds a row's kept end (nor past the row's
+/// last vector); forward writes them as 0 (log-softmax: -inf), backward writes their dx as 0.
 /// A row with no column kept is an empty row (softmax_options::empty).
 ///
 /// Rows are read as the rows of an attention tensor (batch, heads, queries, cols), row r being
@@ -66,7 +67,7 @@ struct broadcast_strides {
 /// compiled apart from the unmasked ones (a program that never passes it compiles none of them).
 ///
 /// Backward: a kept column's log-softmax gradient sums dy over the kept columns only (the dy of
-/// masked columns is not read), the gradient of the masked function; autograd through
+/// masked columns is not used), the gradient of the masked function; autograd through
 /// `log_softmax(x.masked_fill(~keep, -inf))` sums every column's dy instead, the same where the
 /// masked columns' dy is 0 (as it is behind a gather, a loss or a mask).
 struct masked_softmax_options : softmax_options {
