@@ -203,7 +203,6 @@ struct fused_forward_op {
   using reduce = online_reduce;
   using plain = forward_op<T>;
   static constexpr direction dir = direction::forward;
-  static constexpr bool masked = Masked;
   static constexpr int inputs = 1;
   static constexpr int outputs = 1;
   static constexpr bool keeps_exp = std::is_same_v<T, float> && !Log;
@@ -454,7 +453,6 @@ struct fused_backward_op {
   using reduce = sum_reduce;
   using plain = backward_op<T>;
   static constexpr direction dir = direction::backward;
-  static constexpr bool masked = Masked;
   static constexpr int inputs = 2;
   static constexpr int outputs = 1;
 

@@ -27,9 +27,8 @@ struct forward_op {
   using value_type = T;
   using reduce = online_reduce;
   static constexpr direction dir = direction::forward;
-  static constexpr bool masked = false;  // reads every column (fused ops: see prefix_mask)
-  static constexpr int inputs = 1;       // tensors read an element: x
-  static constexpr int outputs = 1;      // tensors written an element: y
+  static constexpr int inputs = 1;   // tensors read an element: x
+  static constexpr int outputs = 1;  // tensors written an element: y
   static constexpr bool keeps_exp = std::is_same_v<T, float>;
 
   struct args {
@@ -187,7 +186,6 @@ struct backward_op {
   using value_type = T;
   using reduce = sum_reduce;
   static constexpr direction dir = direction::backward;
-  static constexpr bool masked = false;
   static constexpr int inputs = 2;   // tensors read an element: dy, y
   static constexpr int outputs = 1;  // tensors written an element: dx
 

@@ -64,14 +64,7 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   auto window = [&](int j) {
     row_window w = Op::template window<V>(args, first_row + j * rows_per_pass,
                                           threadIdx.x % threads_per_row, threads_per_row);
-    if constexpr (shape::config.clustered && Op::masked) {
-      // Interleaved shares: CTA r owns the spans r, r + cluster, ... of threads_per_row
-      // windows, so that a kept prefix of any length is spread evenly over the CTAs (contiguous
-      // shares leave the CTAs past it idle at the exchange). The CTA's slots still cover its
-      // share: slots * threads_per_row * cluster >= clusters.share * cluster windows.
-      w.first += std::int64_t{cta_rank} * threads_per_row;
-      w.stride = threads_per_row * cluster;
-    } else if constexpr (shape::config.clustered) {
+    if constexpr (shape::config.clustered) {
       // Equal shares: CTA r owns windows [r * n, (r + 1) * n), n = clusters.share the widest
       // row's windows over the CTAs (share_windows), so every CTA is equally busy.
       w.first += std::int64_t{cta_rank} * clusters.share;
