@@ -22,13 +22,13 @@ build() {  # source dir, build dir
 }
 start=$SECONDS
 a_bin=build-ab-a/benchmarks/rowsoftmax_bench
-if [[ -f $a_src && -x $a_src ]]; then a_bin=$a_src; true & else build "$a_src" build-ab-a & fi
-pa=$!
+pa=
+if [[ -f $a_src && -x $a_src ]]; then a_bin=$a_src; else build "$a_src" build-ab-a & pa=$!; fi
 b_build=${B_BUILD:-build-ab-b}
 if [[ -f $b_build/build.ninja ]]; then ninja -C "$b_build" rowsoftmax_bench > "$OUT/build_b.log" 2>&1 &
 else build . "$b_build" & fi
 pb=$!
-wait $pa || { tail -20 "$OUT/build_build-ab-a.log"; echo "build of A failed"; exit 1; }
+[[ -z $pa ]] || wait $pa || { tail -20 "$OUT/build_build-ab-a.log"; echo "build of A failed"; exit 1; }
 wait $pb || { tail -20 "$OUT"/build_*b*.log; echo "build of B failed"; exit 1; }
 echo "built A and B in $((SECONDS - start)) s"
 for ((i = 1; i <= passes; ++i)); do
