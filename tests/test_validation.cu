@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host-only: bad arguments are refused with cudaErrorInvalidValue before any CUDA call, and the
 // launchers' caches index only their own slots; these run (and must pass) on machines without a
-// GPU.
-#include <rowsoftmax/rowsoftmax.cuh>
+// GPU. The launchers are declared, not instantiated (extern.cuh): their kernels come from the
+// one instantiating unit, warnings_tu.cu, linked in.
+#include <rowsoftmax/extern.cuh>
 
 #include <gtest/gtest.h>
 

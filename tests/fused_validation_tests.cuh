@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host-only: the fused launchers refuse bad options (and bad tensors, as the plain ones do) with
-// cudaErrorInvalidValue before any CUDA call, and explain_forward / explain_backward with options
-// name the rule; these run (and must pass) on machines without a GPU. float only: the rules do
-// not depend on the type, and each type's fused launchers compile their own kernels.
+// Host-only tests: the fused launchers refuse bad options (and bad tensors, as the plain ones do)
+// with cudaErrorInvalidValue before any CUDA call, and explain_forward / explain_backward with
+// options name the rule; they run (and must pass) on machines without a GPU. float only: the
+// rules do not depend on the type. Included by the float fused GPU unit (test_gpu_fused_float.cu),
+// which instantiates the same float fused launchers, so that their kernels compile once.
+#pragma once
+
 #include <rowsoftmax/rowsoftmax.cuh>
 
 #include <gtest/gtest.h>
