@@ -6,7 +6,7 @@
 // which instantiates the same float fused launchers, so that their kernels compile once.
 #pragma once
 
-#include <rowsoftmax/rowsoftmax.cuh>
+#include <rowsoftmax/extern.cuh>
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // The exchange's butterfly on the GPU: every lane of a group leaves with the group's total,
 // bitwise the same in every lane, equal to the float64 total within rounding, with empty
 // (-inf, 0) partials contributing nothing and NaN reaching the sum.
-#include <rowsoftmax/rowsoftmax.cuh>
+#include <rowsoftmax/extern.cuh>
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,11 @@
 #include <cstdint>
 
 /// Expands to `KIND` (`extern template` or `template`) followed by every public launcher, plan
-/// query and workspace explanation for element type T, each ending in `;`: the functions whose
-/// instantiation compiles the kernels (the explanations without a workspace compile none).
+/// query and workspace explanation for element type T, and the two detail functions through
+/// which everything reaches the plain ops' kernels (plan_fits, launch: detail::run, the forced
+/// plans of the tests and the benchmark, goes through them too), each ending in `;`: the
+/// functions whose instantiation compiles the kernels (the explanations without a workspace
+/// compile none).
 #define ROWSOFTMAX_DETAIL_INSTANCES(KIND, T)                                                       \
   KIND cudaError_t rowsoftmax::softmax_forward<T>(T const*, std::int64_t, T*, std::int64_t,        \
                                                   std::int64_t, std::int64_t,                      \
@@ -48,4 +51,14 @@
       std::int64_t, std::int64_t, std::int64_t, cudaStream_t) noexcept;                            \
   KIND const char* rowsoftmax::explain_backward<T>(void const*, std::size_t const*, T const*,      \
                                                    T const*, T const*, std::int64_t, std::int64_t, \
-                                                   cudaStream_t) noexcept
+                                                   cudaStream_t) noexcept;                         \
+  KIND cudaError_t rowsoftmax::detail::plan_fits<rowsoftmax::detail::forward_op<T>>(               \
+      rowsoftmax::plan const&, int, bool*);                                                        \
+  KIND cudaError_t rowsoftmax::detail::plan_fits<rowsoftmax::detail::backward_op<T>>(              \
+      rowsoftmax::plan const&, int, bool*);                                                        \
+  KIND cudaError_t rowsoftmax::detail::launch<rowsoftmax::detail::forward_op<T>>(                  \
+      rowsoftmax::plan const&, rowsoftmax::detail::forward_op<T>::args const&, void*,              \
+      cudaStream_t);                                                                               \
+  KIND cudaError_t rowsoftmax::detail::launch<rowsoftmax::detail::backward_op<T>>(                 \
+      rowsoftmax::plan const&, rowsoftmax::detail::backward_op<T>::args const&, void*,             \
+      cudaStream_t)
