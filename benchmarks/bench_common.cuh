@@ -424,6 +424,50 @@ void masked_benchmark(benchmark::State& state, std::string const& name, directio
             cols, bytes, us, b2b_us);
 }
 
+/// One boolean-masked softmax benchmark (bool_masked_softmax_options, scale 1/8), planned,
+/// forward or backward, on attention scores: rows of 8 heads of `cols` queries each, one mask of
+/// (batch, queries, cols) broadcast over the heads, a tenth of its bytes 0. The bytes count what
+/// moves: every element read (backward: of dy and y) and written, the mask once.
+template <class T>
+void bool_mask_benchmark(benchmark::State& state, std::string const& name, direction dir,
+                         std::int64_t rows, std::int64_t cols) {
+  pool& p = pool::get();
+  T* a = p.as<T>(0);
+  T* b = p.as<T>(1);
+  T* c = p.as<T>(2);
+  bool_masked_softmax_options o;
+  o.scale = 0.125f;
+  o.heads = 8;
+  o.queries = cols;
+  const std::int64_t batches = rows / (o.heads * o.queries);
+  std::vector<unsigned char> mask(static_cast<std::size_t>(batches * cols * cols));
+  for (std::size_t i = 0; i < mask.size(); ++i) mask[i] = (i * 2654435761u) % 10 == 0 ? 0 : 1;
+  unsigned char* keep = nullptr;
+  check(cudaMalloc(&keep, mask.size()), "mask");
+  check(cudaMemcpy(keep, mask.data(), mask.size(), cudaMemcpyHostToDevice), "mask");
+  o.keep = reinterpret_cast<bool const*>(keep);
+  o.keep_strides = {cols * cols, 0, cols};
+  plan pl;
+  if (dir == direction::forward) {
+    check(fused_forward_plan<T>(a, cols, b, cols, rows, cols, o, false, &pl), "plan");
+  } else {
+    check(fused_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, o, false, &pl), "plan");
+  }
+  const auto launch = [&]() -> cudaError_t {
+    if (dir == direction::forward) return softmax_forward<T>(a, cols, b, cols, rows, cols, o);
+    return softmax_backward<T>(a, cols, b, cols, c, cols, rows, cols, o);
+  };
+  const double us = time_launches(state, launch);
+  result& r = results()[name];
+  const double b2b_us = us <= 0 ? 0.0 : r.b2b_us > 0 ? r.b2b_us : time_back_to_back(launch, us);
+  check(cudaFree(keep), "mask");
+  const double bytes =
+      static_cast<double>(dir == direction::forward ? 2 : 3) * static_cast<double>(rows) *
+          static_cast<double>(cols) * sizeof(T) +
+      static_cast<double>(mask.size());
+  report<T>(state, r, dir, pl, " [boolmask]", rows, cols, bytes, us, b2b_us);
+}
+
 /// Registers the sweeps for one element type (defined in bench_<type>.cu).
 void register_float();
 void register_half();
@@ -682,6 +726,18 @@ void register_type() {
           masked_benchmark<T>(s, name, dir, variant, rows, cols);
         });
       }
+  // The boolean mask: "fused/boolmask/<dir>/<dtype>/cols:N", rows * cols = 2^27 (attention
+  // scores of 8 heads of N queries).
+  for (direction dir : {direction::forward, direction::backward})
+    for (std::int64_t cols : {512, 2048, 4096}) {
+      const std::int64_t rows = sweep_elems / cols;
+      const std::string name = std::string("fused/boolmask/") +
+                               (dir == direction::forward ? "forward/" : "backward/") +
+                               dtype_name<T>() + "/cols:" + std::to_string(cols);
+      register_timed(name, [=](benchmark::State& s) {
+        bool_mask_benchmark<T>(s, name, dir, rows, cols);
+      });
+    }
   register_probes<T>();
 }
 

@@ -45,6 +45,8 @@ VARIANTS = OrderedDict([
     ("scaled", "softmax, a scale, per-row scales and the row log-sum-exp written"),
     ("causal", "softmax, causal (square score matrices: half of each row kept on average)"),
     ("lengths", "softmax, a length a row (half of each row kept on average)"),
+    ("boolmask", "softmax, a boolean mask of (batch, queries, keys) broadcast over 8 heads, a "
+                 "tenth of it 0 (its bytes counted once)"),
 ])
 
 LINE = re.compile(

@@ -29,13 +29,17 @@ struct fused_case {
   int lengths = 0;  // 0: none; 1: one a row; 2: one a batch; 3: one a (batch, query)
   bool causal = false;
   int diagonal = 0;  // 0: 0 (top-left); 1: cols - queries (bottom-right); 2: -2
-  bool masked() const { return lengths != 0 || causal; }
+  // A boolean mask (bool_masked_softmax_options): 0: none; 1: one a row; 2: one a batch (key
+  // padding); 3: one a (batch, query), broadcast over heads, starting at an odd address.
+  int keep = 0;
+  bool masked() const { return lengths != 0 || causal || keep != 0; }
   std::string str() const {
     return std::string(log ? "log-softmax" : "softmax") + " scale " + std::to_string(scale) +
            (row_scales ? " row scales" : "") + (lse ? " lse" : "") +
            (empty == empty_rows::zero ? " empty->0" : " empty->nan") +
            (lengths != 0 ? " lengths mode " + std::to_string(lengths) : "") +
-           (causal ? " causal diagonal mode " + std::to_string(diagonal) : "");
+           (causal ? " causal diagonal mode " + std::to_string(diagonal) : "") +
+           (keep != 0 ? " bool mask mode " + std::to_string(keep) : "");
   }
 };
 
@@ -60,6 +64,22 @@ struct prefix_masks {
   broadcast_strides strides{};
   std::int64_t diagonal = 0;
   std::vector<std::int64_t> kept;  // one a row
+  // The boolean mask's bytes, row r's at keep_at(r) (after `keep_offset` bytes of the buffer).
+  std::vector<unsigned char> keep;
+  broadcast_strides keep_strides{0, 0, 0};
+  std::int64_t keep_offset = 0;
+
+  std::int64_t keep_at(std::int64_t r) const {
+    const std::int64_t q = at.queries, h = at.heads;
+    return keep_offset + r / (h * q) * keep_strides.batch + r / q % h * keep_strides.head +
+           r % q * keep_strides.query;
+  }
+  /// Whether row r keeps column j: before its prefix masks' end and, with a boolean mask, its
+  /// byte not 0.
+  bool keeps(std::int64_t r, std::int64_t j) const {
+    if (j >= kept[static_cast<std::size_t>(r)]) return false;
+    return keep.empty() || keep[static_cast<std::size_t>(keep_at(r) + j)] != 0;
+  }
 
   prefix_masks(fused_case const& c, std::int64_t rows, std::int64_t cols, rng& g) {
     kept.assign(static_cast<std::size_t>(rows), cols);
@@ -99,6 +119,26 @@ struct prefix_masks {
       }
       kept[static_cast<std::size_t>(r)] = k;
     }
+    if (c.keep == 0) return;
+    // Mask rows: most bytes keep (1, 2 or 255: any byte but 0 keeps), a quarter mask; every 9th
+    // mask row masks every column.
+    std::int64_t mask_rows = rows;
+    if (c.keep == 1) {
+      keep_strides = {h * q * cols, q * cols, cols};
+    } else if (c.keep == 2) {
+      keep_strides = {cols, 0, 0};
+      mask_rows = b;
+    } else {
+      keep_strides = {q * cols, 0, cols};
+      mask_rows = b * q;
+      keep_offset = 1;
+    }
+    keep.assign(static_cast<std::size_t>(keep_offset + mask_rows * cols), 0);
+    const unsigned char kept_values[3] = {1, 2, 255};
+    for (std::int64_t i = 0; i < mask_rows; ++i)
+      for (std::int64_t j = 0; j < cols; ++j)
+        keep[static_cast<std::size_t>(keep_offset + i * cols + j)] =
+            i % 9 == 8 || g.below(4) == 0 ? 0 : kept_values[g.below(3)];
   }
 
   /// The masked options of case `c`, its lengths at `device_lengths`.
@@ -112,6 +152,17 @@ struct prefix_masks {
     o.lengths_strides = strides;
     o.causal = c.causal;
     o.diagonal = diagonal;
+    return o;
+  }
+  /// The boolean-masked options of case `c` (with a boolean mask), its mask at `device_keep`
+  /// (the buffer: the mask starts keep_offset bytes in).
+  bool_masked_softmax_options keep_options(fused_case const& c, softmax_options const& base,
+                                           int const* device_lengths,
+                                           unsigned char const* device_keep) const {
+    bool_masked_softmax_options o;
+    static_cast<masked_softmax_options&>(o) = options(c, base, device_lengths);
+    o.keep = reinterpret_cast<bool const*>(device_keep + keep_offset);
+    o.keep_strides = keep_strides;
     return o;
   }
 };
@@ -176,9 +227,10 @@ struct fused_launcher {
   template <bool Log, class Options>
   cudaError_t forward(T const* x, std::int64_t xs, T* y, std::int64_t ys, std::int64_t rows,
                       std::int64_t cols, Options const& o) const {
-    constexpr bool masked = std::is_same_v<Options, masked_softmax_options>;
-    const detail::fused_forward_call<T, Log, masked> call(x, xs, y, ys, rows, cols, o);
-    return go<detail::fused_forward_op<T, Log, masked>>(
+    constexpr bool masked = detail::is_masked_options_v<Options>;
+    constexpr bool keep = detail::has_keep_v<Options>;
+    const detail::fused_forward_call<T, Log, masked, keep> call(x, xs, y, ys, rows, cols, o);
+    return go<detail::fused_forward_op<T, Log, masked, keep>>(
         call, [&](void* w, std::size_t* b, cudaStream_t s) -> cudaError_t {
           if constexpr (Log) {
             return b ? log_softmax_forward(w, b, x, xs, y, ys, rows, cols, o, s)
@@ -193,9 +245,11 @@ struct fused_launcher {
   cudaError_t backward(T const* dy, std::int64_t dys, T const* y, std::int64_t ys, T* dx,
                        std::int64_t dxs, std::int64_t rows, std::int64_t cols,
                        Options const& o) const {
-    constexpr bool masked = std::is_same_v<Options, masked_softmax_options>;
-    const detail::fused_backward_call<T, Log, masked> call(dy, dys, y, ys, dx, dxs, rows, cols, o);
-    return go<detail::fused_backward_op<T, Log, masked>>(
+    constexpr bool masked = detail::is_masked_options_v<Options>;
+    constexpr bool keep = detail::has_keep_v<Options>;
+    const detail::fused_backward_call<T, Log, masked, keep> call(dy, dys, y, ys, dx, dxs, rows,
+                                                                 cols, o);
+    return go<detail::fused_backward_op<T, Log, masked, keep>>(
         call, [&](void* w, std::size_t* b, cudaStream_t s) -> cudaError_t {
           if constexpr (Log) {
             return b ? log_softmax_backward(w, b, dy, dys, y, ys, dx, dxs, rows, cols, o, s)
@@ -254,6 +308,9 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
   device_buffer<float> rs_buf(rs.size()), lse_buf(static_cast<std::size_t>(s.rows) + 16);
   device_buffer<int> len_buf(std::max<std::size_t>(masks.lengths.size(), 1));
   if (!masks.lengths.empty()) ROWSOFTMAX_CUDA_OK(len_buf.upload(masks.lengths));
+  device_buffer<unsigned char> keep_buf(std::max<std::size_t>(masks.keep.size(), 1));
+  if (!masks.keep.empty()) ROWSOFTMAX_CUDA_OK(keep_buf.upload(masks.keep));
+  ASSERT_NE(keep_buf.ptr, nullptr);
   ASSERT_NE(x_buf.ptr, nullptr);
   ASSERT_NE(y_buf.ptr, nullptr);
   ASSERT_NE(rs_buf.ptr, nullptr);
@@ -270,7 +327,11 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
   o.row_scale = c.row_scales ? rs_buf.ptr : nullptr;
   o.row_lse = c.lse ? lse_buf.ptr : nullptr;
   o.empty = c.empty;
-  if (c.masked()) {
+  if (c.keep != 0) {
+    const bool_masked_softmax_options ko = masks.keep_options(c, o, len_buf.ptr, keep_buf.ptr);
+    ROWSOFTMAX_CUDA_OK(c.log ? launch.template forward<true>(xp, xs, yp, ys, s.rows, s.cols, ko)
+                             : launch.template forward<false>(xp, xs, yp, ys, s.rows, s.cols, ko));
+  } else if (c.masked()) {
     const masked_softmax_options mo = masks.options(c, o, len_buf.ptr);
     ROWSOFTMAX_CUDA_OK(c.log ? launch.template forward<true>(xp, xs, yp, ys, s.rows, s.cols, mo)
                              : launch.template forward<false>(xp, xs, yp, ys, s.rows, s.cols, mo));
@@ -289,10 +350,9 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
   auto ref_row = [&](std::int64_t r, std::vector<double>& ref, std::vector<double>& scale) {
     std::vector<double> z(static_cast<std::size_t>(s.cols));
     const float sr = scales[static_cast<std::size_t>(r)];
-    const std::int64_t kept = masks.kept[static_cast<std::size_t>(r)];
     for (std::int64_t j = 0; j < s.cols; ++j)
       z[static_cast<std::size_t>(j)] =
-          j >= kept
+          !masks.keeps(r, j)
               ? -std::numeric_limits<double>::infinity()
               : logit(sr,
                       dtype<T>::to_double(x[static_cast<std::size_t>(s.in_offset + r * xs + j)]));
@@ -366,6 +426,9 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
   device_buffer<float> rs_buf(rs.size());
   device_buffer<int> len_buf(std::max<std::size_t>(masks.lengths.size(), 1));
   if (!masks.lengths.empty()) ROWSOFTMAX_CUDA_OK(len_buf.upload(masks.lengths));
+  device_buffer<unsigned char> keep_buf(std::max<std::size_t>(masks.keep.size(), 1));
+  if (!masks.keep.empty()) ROWSOFTMAX_CUDA_OK(keep_buf.upload(masks.keep));
+  ASSERT_NE(keep_buf.ptr, nullptr);
   ASSERT_NE(dy_buf.ptr, nullptr);
   ASSERT_NE(y_buf.ptr, nullptr);
   ASSERT_NE(dx_buf.ptr, nullptr);
@@ -387,7 +450,9 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
                  : launch.template backward<false>(dyp, in_s, yp, in_s, dxp, out_s, s.rows, s.cols,
                                                    opts);
   };
-  ROWSOFTMAX_CUDA_OK(c.masked() ? launch_with(masks.options(c, o, len_buf.ptr)) : launch_with(o));
+  ROWSOFTMAX_CUDA_OK(c.keep != 0  ? launch_with(masks.keep_options(c, o, len_buf.ptr, keep_buf.ptr))
+                     : c.masked() ? launch_with(masks.options(c, o, len_buf.ptr))
+                                  : launch_with(o));
   ROWSOFTMAX_CUDA_OK(cudaGetLastError());
   ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
   std::vector<T> out;
@@ -397,10 +462,10 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
     const double sr = scales[static_cast<std::size_t>(r)];
     double dot = 0, dot_abs = 0;
     // Masked columns: dy and y not used (taken as 0 and -inf), dx exactly 0.
-    const std::int64_t kept = masks.kept[static_cast<std::size_t>(r)];
     std::vector<double> dyr(static_cast<std::size_t>(s.cols), 0.0),
         yr(dyr.size(), c.log ? -std::numeric_limits<double>::infinity() : 0.0);
-    for (std::int64_t j = 0; j < kept; ++j) {
+    for (std::int64_t j = 0; j < s.cols; ++j) {
+      if (!masks.keeps(r, j)) continue;
       const auto i = static_cast<std::size_t>(s.in_offset + r * in_s + j);
       dyr[static_cast<std::size_t>(j)] = dtype<T>::to_double(dy[i]);
       yr[static_cast<std::size_t>(j)] = dtype<T>::to_double(y[i]);
@@ -411,7 +476,7 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
       dot_abs += std::abs(w);
     }
     for (std::size_t j = 0; j < dyr.size(); ++j) {
-      if (static_cast<std::int64_t>(j) >= kept) {
+      if (!masks.keeps(r, static_cast<std::int64_t>(j))) {
         ref[j] = 0.0;
         scale[j] = 0.0;
       } else if (c.log) {
@@ -457,6 +522,17 @@ inline std::vector<fused_case> masked_cases() {
       {true, -1.5f, false, true, empty_rows::nan, 0, true, 1},   // causal bottom-right
       {false, 2.0f, false, true, empty_rows::zero, 3, true, 2},  // both, diagonal -2
       {true, 0.0f, true, true, empty_rows::nan, 3, true, 1},
+  };
+}
+
+/// The boolean-masked cases: each broadcast of the mask, alone and with the prefix masks, with
+/// the fused features.
+inline std::vector<fused_case> bool_mask_cases() {
+  return {
+      {false, 1.0f, false, true, empty_rows::nan, 0, false, 0, 1},  // a mask a row
+      {true, 1.0f, false, true, empty_rows::zero, 2, false, 0, 2},  // log, key padding, lengths
+      {false, 0.5f, true, true, empty_rows::zero, 0, true, 1, 3},   // causal, odd address
+      {true, -1.5f, false, true, empty_rows::nan, 1, false, 0, 1},  // log, negative scale
   };
 }
 
@@ -523,6 +599,12 @@ TYPED_TEST_P(Fused, MaskedEveryTierPlanned) {
   every_tier_planned<TypeParam>(masked_cases(), 1000);
 }
 
+// The boolean mask (bool_masked_softmax_options) over the same tiers: its masked columns written
+// as 0 (-inf), their dx 0, with the prefix masks or alone.
+TYPED_TEST_P(Fused, BoolMaskEveryTierPlanned) {
+  every_tier_planned<TypeParam>(bool_mask_cases(), 2000);
+}
+
 // Special values (NaN, +inf, rows of only -inf, huge, constant) under both empty-row policies,
 // negative and zero scales, over the tiers.
 template <class T>
@@ -545,6 +627,9 @@ TYPED_TEST_P(Fused, SpecialValuesAndEmptyRows) {
 }
 TYPED_TEST_P(Fused, MaskedSpecialValues) {
   special_values<TypeParam>(masked_cases());
+}
+TYPED_TEST_P(Fused, BoolMaskSpecialValues) {
+  special_values<TypeParam>(bool_mask_cases());
 }
 
 // Every kernel configuration that can hold the row, forced (as the plain suite's
@@ -597,6 +682,9 @@ TYPED_TEST_P(Fused, EveryConfigurationThatHoldsTheRow) {
 }
 TYPED_TEST_P(Fused, MaskedEveryConfiguration) {
   every_configuration<TypeParam>(masked_cases());
+}
+TYPED_TEST_P(Fused, BoolMaskEveryConfiguration) {
+  every_configuration<TypeParam>(bool_mask_cases());
 }
 
 // A captured graph reads the per-row scales when it runs: replayed after new scales are copied
@@ -750,6 +838,21 @@ TYPED_TEST_P(Fused, RefusedMasksWriteNothing) {
     const char* why = explain_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o);
     EXPECT_NE(why, nullptr);
   }
+  device_buffer<unsigned char> keep(cols);
+  bool_masked_softmax_options bad_keep[3];
+  bad_keep[0].keep = reinterpret_cast<bool const*>(keep.ptr);
+  bad_keep[0].keep_strides.head = -1;
+  bad_keep[1].keep = reinterpret_cast<bool const*>(y_buf.ptr) + 5;  // the output
+  bad_keep[2].keep = reinterpret_cast<bool const*>(keep.ptr);
+  bad_keep[2].keep_strides.batch = std::int64_t{1} << 61;
+  for (auto const& o : bad_keep) {
+    EXPECT_EQ(softmax_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o),
+              cudaErrorInvalidValue);
+    EXPECT_EQ(
+        log_softmax_backward(x_buf.ptr, cols, x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o),
+        cudaErrorInvalidValue);
+    EXPECT_NE(explain_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o), nullptr);
+  }
   ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
   std::vector<T> y;
   ROWSOFTMAX_CUDA_OK(y_buf.download(y));
@@ -772,13 +875,18 @@ TYPED_TEST_P(Fused, SanitizerSubset) {
     // Masked: loads that stop at each row's kept end.
     check_fused_forward<T>(s, masked_cases()[4], seed_of(cols, 74));
     check_fused_backward<T>(s, masked_cases()[5], seed_of(cols, 75));
+    // Boolean masks: the mask's bytes read with the rows' windows, at an odd address.
+    check_fused_forward<T>(s, bool_mask_cases()[2], seed_of(cols, 76));
+    check_fused_backward<T>(s, bool_mask_cases()[1], seed_of(cols, 77));
   }
 }
 
 REGISTER_TYPED_TEST_SUITE_P(Fused, EveryTierPlanned, MaskedEveryTierPlanned,
-                            SpecialValuesAndEmptyRows, MaskedSpecialValues,
+                            BoolMaskEveryTierPlanned, SpecialValuesAndEmptyRows,
+                            MaskedSpecialValues, BoolMaskSpecialValues,
                             EveryConfigurationThatHoldsTheRow, MaskedEveryConfiguration,
-                            GraphReadsRowScalesWhenItRuns, GraphReadsLengthsWhenItRuns,
-                            RefusedOptionsWriteNothing, RefusedMasksWriteNothing, SanitizerSubset);
+                            BoolMaskEveryConfiguration, GraphReadsRowScalesWhenItRuns,
+                            GraphReadsLengthsWhenItRuns, RefusedOptionsWriteNothing,
+                            RefusedMasksWriteNothing, SanitizerSubset);
 
 }  // namespace rowsoftmax::test

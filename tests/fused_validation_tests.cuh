@@ -153,3 +153,52 @@ TEST(FusedValidation, MasksAreCheckedAndExplained) {
   // No rows: any layout of valid heads and queries.
   EXPECT_EQ(rowsoftmax::explain_forward<float>(x, 8, y, 8, 0, 8, o), nullptr);
 }
+
+// The boolean mask's rules (bool_masked_softmax_options), after the prefix masks': strides of
+// 0 or more, a span that fits, no byte shared with the output (or, forward, row_lse); any
+// alignment.
+TEST(FusedValidation, BoolMaskIsCheckedAndExplained) {
+  float* x = fake<float>(0x10000);
+  float* y = fake<float>(0x20000);
+  bool const* keep = fake<bool const>(0x40001);
+  rowsoftmax::bool_masked_softmax_options refused[5];
+  refused[0].keep = keep;
+  refused[0].keep_strides = {8, -1, 0};
+  refused[1].keep = fake<bool const>(0x2007f);  // the last byte of y's 4 rows of 8
+  refused[2].keep = keep;
+  refused[2].keep_strides.batch = std::int64_t{1} << 62;
+  refused[3].keep = keep;
+  refused[3].heads = 3;  // the prefix masks' rules first
+  refused[4].keep = keep;
+  refused[4].keep_strides.batch = 8;
+  refused[4].row_lse = fake<float>(0x40010);  // within the mask's 32 bytes
+  const char* rules[5] = {
+      "options.keep_strides (8, -1, 0) has a negative stride",
+      "options.keep (0x2007f) shares memory with the output or options.row_lse",
+      "options.keep_strides (4611686018427387904, 0, 0) span more than 2^62 bytes",
+      "options.heads (3) and options.queries (1) must be >= 1 and divide rows as rows = batches * "
+      "heads * queries",
+      "options.keep (0x40001) shares memory with the output or options.row_lse"};
+  for (int i = 0; i < 5; ++i) {
+    auto const& o = refused[i];
+    SCOPED_TRACE(rules[i]);
+    rowsoftmax::plan p;
+    EXPECT_EQ(rowsoftmax::fused_forward_plan<float>(x, 8, y, 8, 4, 8, o, false, &p), bad);
+    EXPECT_EQ(why(rowsoftmax::explain_forward<float>(x, 8, y, 8, 4, 8, o)), rules[i]);
+    if (i != 4)  // row_lse is the forward's only
+      EXPECT_EQ(why(rowsoftmax::explain_backward<float>(x, 8, x, 8, y, 8, 4, 8, o)), rules[i]);
+  }
+  EXPECT_EQ(rowsoftmax::explain_backward<float>(x, 8, x, 8, y, 8, 4, 8, refused[4]), nullptr);
+  // Accepted: a key-padding mask at an odd address, one a (batch, query) over heads, none.
+  rowsoftmax::bool_masked_softmax_options o;
+  o.keep = keep;
+  o.keep_strides = {8, 0, 0};
+  EXPECT_EQ(rowsoftmax::explain_forward<float>(x, 8, y, 8, 4, 8, o), nullptr);
+  o.heads = 2;
+  o.queries = 2;
+  o.keep_strides = {16, 0, 8};
+  EXPECT_EQ(rowsoftmax::explain_forward<float>(x, 8, y, 8, 8, 8, o), nullptr);
+  o.keep = nullptr;
+  o.keep_strides = {-1, -1, -1};  // unused without a mask
+  EXPECT_EQ(rowsoftmax::explain_forward<float>(x, 8, y, 8, 8, 8, o), nullptr);
+}

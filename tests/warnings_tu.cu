@@ -33,3 +33,8 @@ template cudaError_t rowsoftmax::log_softmax_forward<__nv_bfloat16>(
 template cudaError_t rowsoftmax::log_softmax_forward<__nv_bfloat16>(
     __nv_bfloat16 const*, std::int64_t, __nv_bfloat16*, std::int64_t, std::int64_t, std::int64_t,
     rowsoftmax::masked_softmax_options const&, cudaStream_t) noexcept;
+// The boolean-masked form: its kernels (the masks' selects, the staged tiers' hook) under the
+// same warnings.
+template cudaError_t rowsoftmax::log_softmax_forward<__nv_bfloat16>(
+    __nv_bfloat16 const*, std::int64_t, __nv_bfloat16*, std::int64_t, std::int64_t, std::int64_t,
+    rowsoftmax::bool_masked_softmax_options const&, cudaStream_t) noexcept;

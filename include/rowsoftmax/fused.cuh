@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Public fused launchers: softmax and log-softmax, forward and backward, with a scale (one a
 // call and one a row), a row log-sum-exp output and an empty-row policy (softmax_options), and
-// with the masks that keep a prefix of each row (masked_softmax_options: lengths, causal), in
-// the one read and one write of plain softmax, through every tier.
+// with the masks that keep a prefix of each row (masked_softmax_options: lengths, causal) and a
+// boolean mask (bool_masked_softmax_options), in the one read and one write of plain softmax,
+// through every tier.
 #pragma once
 
 #include <cmath>
@@ -31,6 +32,9 @@ enum class option_rule : unsigned char {
   negative_stride,       ///< a stride of options.lengths_strides is negative
   lengths_too_large,     ///< options.lengths' span does not fit the address space
   lengths_overlaps,      ///< options.lengths shares bytes with the output or row_lse
+  keep_negative_stride,  ///< a stride of options.keep_strides is negative
+  keep_too_large,        ///< options.keep's span does not fit the address space
+  keep_overlaps,         ///< options.keep shares bytes with the output or row_lse
 };
 
 /// The bytes an operand broadcast with `st` over rows of layout (heads, queries) spans: to its
@@ -118,29 +122,82 @@ option_rule check_options(softmax_options const& o, direction dir, tensor_arg co
   return option_rule::ok;
 }
 
-/// check_options (and, masked, check_masks) for a call (fused_forward_call, fused_backward_call).
+/// The rules of bool_masked_softmax_options beyond masked_softmax_options' (check_masks).
+template <std::size_t N>
+option_rule check_keep(bool_masked_softmax_options const& o, direction dir,
+                       tensor_arg const (&t)[N], std::size_t elem_size, std::int64_t rows,
+                       std::int64_t cols) noexcept {
+  if (o.keep == nullptr) return option_rule::ok;
+  if (o.keep_strides.batch < 0 || o.keep_strides.head < 0 || o.keep_strides.query < 0)
+    return option_rule::keep_negative_stride;
+  if (rows == 0 || cols == 0) return option_rule::ok;
+  // The rows' starts span `starts` bytes (to the last row's start, plus one); the mask
+  // cols - 1 more.
+  const std::uint64_t starts = broadcast_span(o.keep_strides, rows, o.heads, o.queries, 1);
+  if (starts == 0 || starts > UINT64_MAX / 4 - static_cast<std::uint64_t>(cols))
+    return option_rule::keep_too_large;
+  const std::uint64_t span = starts - 1 + static_cast<std::uint64_t>(cols);
+  const auto at = reinterpret_cast<std::uintptr_t>(o.keep);
+  for (std::size_t i = 0; i < N; ++i)
+    if (t[i].output && ranges_meet(at, span, reinterpret_cast<std::uintptr_t>(t[i].ptr),
+                                   (static_cast<std::uint64_t>(rows - 1) *
+                                        static_cast<std::uint64_t>(t[i].stride) +
+                                    static_cast<std::uint64_t>(cols)) *
+                                       elem_size))
+      return option_rule::keep_overlaps;
+  if (dir == direction::forward && o.row_lse != nullptr &&
+      ranges_meet(at, span, reinterpret_cast<std::uintptr_t>(o.row_lse),
+                  static_cast<std::uint64_t>(rows) * sizeof(float)))
+    return option_rule::keep_overlaps;
+  return option_rule::ok;
+}
+
+/// check_options (and, masked, check_masks; with a boolean mask, check_keep) for a call
+/// (fused_forward_call, fused_backward_call).
 template <class Call>
 option_rule check_call_options(Call const& call) noexcept {
   constexpr std::size_t elem = sizeof(typename Call::op::value_type);
-  const option_rule r = check_options(call.options, Call::op::dir, call.tensors, elem,
-                                      call.args.rows, call.args.cols);
+  option_rule r = check_options(call.options, Call::op::dir, call.tensors, elem, call.args.rows,
+                                call.args.cols);
   if constexpr (Call::masked) {
     if (r == option_rule::ok)
-      return check_masks(call.options, Call::op::dir, call.tensors, elem, call.args.rows,
-                         call.args.cols);
+      r = check_masks(call.options, Call::op::dir, call.tensors, elem, call.args.rows,
+                      call.args.cols);
+  }
+  if constexpr (Call::keep) {
+    if (r == option_rule::ok)
+      r = check_keep(call.options, Call::op::dir, call.tensors, elem, call.args.rows,
+                     call.args.cols);
   }
   return r;
 }
 
-/// The options type of a fused call: masked_softmax_options where `Masked`.
-template <bool Masked>
-using options_of = std::conditional_t<Masked, masked_softmax_options, softmax_options>;
+/// The options type of a fused call: masked_softmax_options where `Masked`,
+/// bool_masked_softmax_options where `Keep`.
+template <bool Masked, bool Keep = false>
+using options_of =
+    std::conditional_t<Keep, bool_masked_softmax_options,
+                       std::conditional_t<Masked, masked_softmax_options, softmax_options>>;
 
-/// A call's op arguments: `b` and, where the call is masked, its masks (masked_args).
-template <bool Masked, class Base, class Options>
-args_with_masks<Masked, Base> call_args(Base const& b, Options const& o, std::int64_t rows,
-                                        std::int64_t cols) noexcept {
-  if constexpr (Masked) {
+/// Whether `Options` is one of the masked launchers' options types (and which).
+template <class Options>
+inline constexpr bool is_masked_options_v = std::is_same_v<Options, masked_softmax_options> ||
+                                            std::is_same_v<Options, bool_masked_softmax_options>;
+template <class Options>
+inline constexpr bool has_keep_v = std::is_same_v<Options, bool_masked_softmax_options>;
+/// The masked overloads of the public launchers: for masked_softmax_options and
+/// bool_masked_softmax_options, each an exact match.
+template <class Options>
+using if_masked_options = std::enable_if_t<is_masked_options_v<Options>, int>;
+
+/// A call's op arguments: `b` and, where the call is masked, its masks (masked_args; with a
+/// boolean mask, keep_args).
+template <bool Masked, bool Keep, class Base, class Options>
+args_with_masks<Masked, Base, Keep> call_args(Base const& b, Options const& o, std::int64_t rows,
+                                              std::int64_t cols) noexcept {
+  if constexpr (Keep) {
+    return {{b, prefix_mask::of(o, rows, cols)}, element_mask::of(o)};
+  } else if constexpr (Masked) {
     return {b, prefix_mask::of(o, rows, cols)};
   } else {
     return b;
@@ -182,6 +239,32 @@ inline void explain_masks(option_rule r, masked_softmax_options const& o, char* 
   }
 }
 
+/// The message of a bool_masked_softmax_options rule into `b` (`n` bytes).
+inline void explain_keep(option_rule r, bool_masked_softmax_options const& o, char* b,
+                         std::size_t n) noexcept {
+  switch (r) {
+    case option_rule::keep_negative_stride:
+      std::snprintf(b, n, "options.keep_strides (%lld, %lld, %lld) has a negative stride",
+                    static_cast<long long>(o.keep_strides.batch),
+                    static_cast<long long>(o.keep_strides.head),
+                    static_cast<long long>(o.keep_strides.query));
+      break;
+    case option_rule::keep_too_large:
+      std::snprintf(b, n, "options.keep_strides (%lld, %lld, %lld) span more than 2^62 bytes",
+                    static_cast<long long>(o.keep_strides.batch),
+                    static_cast<long long>(o.keep_strides.head),
+                    static_cast<long long>(o.keep_strides.query));
+      break;
+    case option_rule::keep_overlaps:
+      std::snprintf(b, n, "options.keep (%p) shares memory with the output or options.row_lse",
+                    static_cast<void const*>(o.keep));
+      break;
+    default:
+      explain_masks(r, o, b, n);
+      break;
+  }
+}
+
 template <class Options>
 const char* explain_options(option_rule r, Options const& o) noexcept {
   char* b = explain_buffer();
@@ -213,7 +296,11 @@ const char* explain_options(option_rule r, Options const& o) noexcept {
                     static_cast<void const*>(o.row_lse));
       break;
     default:
-      if constexpr (std::is_same_v<Options, masked_softmax_options>) explain_masks(r, o, b, n);
+      if constexpr (std::is_same_v<Options, bool_masked_softmax_options>) {
+        explain_keep(r, o, b, n);
+      } else if constexpr (std::is_same_v<Options, masked_softmax_options>) {
+        explain_masks(r, o, b, n);
+      }
       break;
   }
   return b;
@@ -221,20 +308,22 @@ const char* explain_options(option_rule r, Options const& o) noexcept {
 
 /// One call of a fused forward launcher: forward_call's tensors, the options and the op's
 /// arguments; `Masked`: with masked_softmax_options.
-template <class T, bool Log, bool Masked = false>
+template <class T, bool Log, bool Masked = false, bool Keep = false>
 struct fused_forward_call {
   static_assert(supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  using op = fused_forward_op<T, Log, Masked>;
+  using op = fused_forward_op<T, Log, Masked, Keep>;
   static constexpr bool masked = Masked;
+  static constexpr bool keep = Keep;
   static constexpr char const* names[2] = {"x", "y"};
   tensor_arg tensors[2];
-  options_of<Masked> options;
+  options_of<Masked, Keep> options;
   typename op::args args;
   fused_forward_call(T const* x, std::int64_t x_row_stride, T const* y, std::int64_t y_row_stride,
-                     std::int64_t rows, std::int64_t cols, options_of<Masked> const& o) noexcept
+                     std::int64_t rows, std::int64_t cols,
+                     options_of<Masked, Keep> const& o) noexcept
       : tensors{{x, x_row_stride, false}, {y, y_row_stride, true}},
         options(o),
-        args(call_args<Masked>(
+        args(call_args<Masked, Keep>(
             typename op::base_args{x, x_row_stride, const_cast<T*>(y), y_row_stride, rows, cols,
                                    fused_params::of(o), 0},
             o, rows, cols)) {}
@@ -242,21 +331,23 @@ struct fused_forward_call {
 };
 
 /// One call of a fused backward launcher.
-template <class T, bool Log, bool Masked = false>
+template <class T, bool Log, bool Masked = false, bool Keep = false>
 struct fused_backward_call {
   static_assert(supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  using op = fused_backward_op<T, Log, Masked>;
+  using op = fused_backward_op<T, Log, Masked, Keep>;
   static constexpr bool masked = Masked;
+  static constexpr bool keep = Keep;
   static constexpr char const* names[3] = {"dy", "y", "dx"};
   tensor_arg tensors[3];
-  options_of<Masked> options;
+  options_of<Masked, Keep> options;
   typename op::args args;
   fused_backward_call(T const* dy, std::int64_t dy_row_stride, T const* y,
                       std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
-                      std::int64_t rows, std::int64_t cols, options_of<Masked> const& o) noexcept
+                      std::int64_t rows, std::int64_t cols,
+                      options_of<Masked, Keep> const& o) noexcept
       : tensors{{dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}},
         options(o),
-        args(call_args<Masked>(
+        args(call_args<Masked, Keep>(
             typename op::base_args{dy, dy_row_stride, y, y_row_stride, const_cast<T*>(dx),
                                    dx_row_stride, rows, cols, fused_params::of(o), 0},
             o, rows, cols)) {}
@@ -269,10 +360,10 @@ cudaError_t launch_fused_forward(void* workspace, std::size_t* workspace_bytes, 
                                  std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
                                  std::int64_t rows, std::int64_t cols, Options const& options,
                                  cudaStream_t stream) noexcept {
-  constexpr bool masked = std::is_same_v<Options, masked_softmax_options>;
-  return launch_call(
-      fused_forward_call<T, Log, masked>(x, x_row_stride, y, y_row_stride, rows, cols, options),
-      workspace, workspace_bytes, stream);
+  constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>;
+  return launch_call(fused_forward_call<T, Log, masked, keep>(x, x_row_stride, y, y_row_stride,
+                                                              rows, cols, options),
+                     workspace, workspace_bytes, stream);
 }
 
 template <bool Log, class T, class Options>
@@ -281,10 +372,11 @@ cudaError_t launch_fused_backward(void* workspace, std::size_t* workspace_bytes,
                                   T* dx, std::int64_t dx_row_stride, std::int64_t rows,
                                   std::int64_t cols, Options const& options,
                                   cudaStream_t stream) noexcept {
-  constexpr bool masked = std::is_same_v<Options, masked_softmax_options>;
-  return launch_call(fused_backward_call<T, Log, masked>(dy, dy_row_stride, y, y_row_stride, dx,
-                                                         dx_row_stride, rows, cols, options),
-                     workspace, workspace_bytes, stream);
+  constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>;
+  return launch_call(
+      fused_backward_call<T, Log, masked, keep>(dy, dy_row_stride, y, y_row_stride, dx,
+                                                dx_row_stride, rows, cols, options),
+      workspace, workspace_bytes, stream);
 }
 
 template <class Call>
@@ -324,9 +416,12 @@ cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::in
 }
 
 /// @brief Masked softmax, strided rows: the fused softmax_forward over the columns each row's
-/// prefix masks keep (masked_softmax_options: lengths, causal), the others written as 0 and not
-/// read. cudaErrorInvalidValue also for the masks' rules (masked_softmax_options), nothing
-/// launched then.
+/// prefix masks keep (masked_softmax_options: lengths, causal) and, where `options` is a
+/// bool_masked_softmax_options, its boolean mask keeps; the others written as 0, their values
+/// not used (those past a prefix mask's end not read). cudaErrorInvalidValue also for the
+/// masks' rules (masked_softmax_options, bool_masked_softmax_options), nothing launched then.
+/// `Options`: masked_softmax_options or bool_masked_softmax_options (the masked overloads of
+/// every fused launcher, plan query and explanation below take either).
 ///
 /// @code
 /// rowsoftmax::masked_softmax_options o;  // scores: batch x heads x queries rows of keys
@@ -337,11 +432,17 @@ cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::in
 /// o.diagonal = keys - queries;  // bottom-right aligned
 /// o.lengths = key_lengths;      // one a batch: lengths_strides' default
 /// rowsoftmax::softmax_forward(s, keys, p, keys, batch * heads * queries, keys, o, stream);
+///
+/// rowsoftmax::bool_masked_softmax_options m;  // an attention mask, true = takes part
+/// m.heads = heads;
+/// m.queries = queries;
+/// m.keep = attn_mask;                        // (batch, 1, queries, keys), broadcast over heads
+/// m.keep_strides = {queries * keys, 0, keys};
+/// rowsoftmax::softmax_forward(s, keys, p, keys, batch * heads * queries, keys, m, stream);
 /// @endcode
-template <class T>
+template <class T, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
-                            std::int64_t rows, std::int64_t cols,
-                            masked_softmax_options const& options,
+                            std::int64_t rows, std::int64_t cols, Options const& options,
                             cudaStream_t stream = nullptr) noexcept {
   return detail::launch_fused_forward<false>(nullptr, nullptr, x, x_row_stride, y, y_row_stride,
                                              rows, cols, options, stream);
@@ -359,11 +460,10 @@ cudaError_t softmax_forward(void* workspace, std::size_t* workspace_bytes, T con
 }
 
 /// @brief Masked softmax with a workspace.
-template <class T>
+template <class T, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t softmax_forward(void* workspace, std::size_t* workspace_bytes, T const* x,
                             std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
-                            std::int64_t rows, std::int64_t cols,
-                            masked_softmax_options const& options,
+                            std::int64_t rows, std::int64_t cols, Options const& options,
                             cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
   return detail::launch_fused_forward<false>(workspace, workspace_bytes, x, x_row_stride, y,
@@ -385,11 +485,10 @@ cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
 
 /// @brief Masked log-softmax, strided rows: the masked columns written as -inf, their values not
 /// used (masked_softmax_options).
-template <class T>
+template <class T, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
                                 std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
-                                masked_softmax_options const& options,
-                                cudaStream_t stream = nullptr) noexcept {
+                                Options const& options, cudaStream_t stream = nullptr) noexcept {
   return detail::launch_fused_forward<true>(nullptr, nullptr, x, x_row_stride, y, y_row_stride,
                                             rows, cols, options, stream);
 }
@@ -416,11 +515,10 @@ cudaError_t log_softmax_forward(void* workspace, std::size_t* workspace_bytes, T
 }
 
 /// @brief Masked log-softmax with a workspace.
-template <class T>
+template <class T, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t log_softmax_forward(void* workspace, std::size_t* workspace_bytes, T const* x,
                                 std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
-                                std::int64_t rows, std::int64_t cols,
-                                masked_softmax_options const& options,
+                                std::int64_t rows, std::int64_t cols, Options const& options,
                                 cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
   return detail::launch_fused_forward<true>(workspace, workspace_bytes, x, x_row_stride, y,
@@ -441,11 +539,10 @@ cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y
 
 /// @brief Backward of the masked softmax_forward with the same options: over the kept columns,
 /// dx 0 in the others, whose dy and y are not used.
-template <class T>
+template <class T, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
                              std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
-                             std::int64_t rows, std::int64_t cols,
-                             masked_softmax_options const& options,
+                             std::int64_t rows, std::int64_t cols, Options const& options,
                              cudaStream_t stream = nullptr) noexcept {
   return detail::launch_fused_backward<false>(nullptr, nullptr, dy, dy_row_stride, y, y_row_stride,
                                               dx, dx_row_stride, rows, cols, options, stream);
@@ -465,11 +562,11 @@ cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, T co
 }
 
 /// @brief Masked softmax backward with a workspace.
-template <class T>
+template <class T, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, T const* dy,
                              std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
                              T* dx, std::int64_t dx_row_stride, std::int64_t rows,
-                             std::int64_t cols, masked_softmax_options const& options,
+                             std::int64_t cols, Options const& options,
                              cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
   return detail::launch_fused_backward<false>(workspace, workspace_bytes, dy, dy_row_stride, y,
@@ -492,11 +589,10 @@ cudaError_t log_softmax_backward(T const* dy, std::int64_t dy_row_stride, T cons
 
 /// @brief Backward of the masked log_softmax_forward with the same options: over the kept
 /// columns (sum(dy) over them only, see masked_softmax_options), dx 0 in the others.
-template <class T>
+template <class T, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t log_softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
                                  std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
-                                 std::int64_t rows, std::int64_t cols,
-                                 masked_softmax_options const& options,
+                                 std::int64_t rows, std::int64_t cols, Options const& options,
                                  cudaStream_t stream = nullptr) noexcept {
   return detail::launch_fused_backward<true>(nullptr, nullptr, dy, dy_row_stride, y, y_row_stride,
                                              dx, dx_row_stride, rows, cols, options, stream);
@@ -526,11 +622,11 @@ cudaError_t log_softmax_backward(void* workspace, std::size_t* workspace_bytes, 
 }
 
 /// @brief Masked log-softmax backward with a workspace.
-template <class T>
+template <class T, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t log_softmax_backward(void* workspace, std::size_t* workspace_bytes, T const* dy,
                                  std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
                                  T* dx, std::int64_t dx_row_stride, std::int64_t rows,
-                                 std::int64_t cols, masked_softmax_options const& options,
+                                 std::int64_t cols, Options const& options,
                                  cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
   return detail::launch_fused_backward<true>(workspace, workspace_bytes, dy, dy_row_stride, y,
@@ -546,12 +642,12 @@ cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y
                                Options const& options, bool log, plan* out,
                                bool with_workspace) noexcept {
   if (out == nullptr) return cudaErrorInvalidValue;
-  constexpr bool masked = std::is_same_v<Options, masked_softmax_options>;
-  return log ? checked_plan(fused_forward_call<T, true, masked>(x, x_row_stride, y, y_row_stride,
-                                                                rows, cols, options),
+  constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>;
+  return log ? checked_plan(fused_forward_call<T, true, masked, keep>(
+                                x, x_row_stride, y, y_row_stride, rows, cols, options),
                             with_workspace, out)
-             : checked_plan(fused_forward_call<T, false, masked>(x, x_row_stride, y, y_row_stride,
-                                                                 rows, cols, options),
+             : checked_plan(fused_forward_call<T, false, masked, keep>(
+                                x, x_row_stride, y, y_row_stride, rows, cols, options),
                             with_workspace, out);
 }
 
@@ -561,14 +657,14 @@ cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const
                                 std::int64_t rows, std::int64_t cols, Options const& options,
                                 bool log, plan* out, bool with_workspace) noexcept {
   if (out == nullptr) return cudaErrorInvalidValue;
-  constexpr bool masked = std::is_same_v<Options, masked_softmax_options>;
+  constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>;
   return log ? checked_plan(
-                   fused_backward_call<T, true, masked>(dy, dy_row_stride, y, y_row_stride, dx,
-                                                        dx_row_stride, rows, cols, options),
+                   fused_backward_call<T, true, masked, keep>(
+                       dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options),
                    with_workspace, out)
              : checked_plan(
-                   fused_backward_call<T, false, masked>(dy, dy_row_stride, y, y_row_stride, dx,
-                                                         dx_row_stride, rows, cols, options),
+                   fused_backward_call<T, false, masked, keep>(
+                       dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options),
                    with_workspace, out);
 }
 
@@ -586,10 +682,10 @@ cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y
 }
 
 /// @brief The plan a masked forward launcher would launch (`log`: log_softmax_forward).
-template <class T>
+template <class T, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y,
                                std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
-                               masked_softmax_options const& options, bool log, plan* out,
+                               Options const& options, bool log, plan* out,
                                bool with_workspace = false) noexcept {
   return detail::fused_forward_plan(x, x_row_stride, y, y_row_stride, rows, cols, options, log, out,
                                     with_workspace);
@@ -607,12 +703,11 @@ cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const
 }
 
 /// @brief The plan a masked backward launcher would launch (`log`: log_softmax_backward).
-template <class T>
+template <class T, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const* y,
                                 std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
-                                std::int64_t rows, std::int64_t cols,
-                                masked_softmax_options const& options, bool log, plan* out,
-                                bool with_workspace = false) noexcept {
+                                std::int64_t rows, std::int64_t cols, Options const& options,
+                                bool log, plan* out, bool with_workspace = false) noexcept {
   return detail::fused_backward_plan(dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows,
                                      cols, options, log, out, with_workspace);
 }
@@ -629,12 +724,13 @@ const char* explain_forward(T const* x, std::int64_t x_row_stride, T const* y,
 }
 
 /// @brief Why a masked forward launcher would refuse these arguments (nullptr: it accepts them).
-template <class T>
+template <class T, class Options, detail::if_masked_options<Options> = 0>
 const char* explain_forward(T const* x, std::int64_t x_row_stride, T const* y,
                             std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
-                            masked_softmax_options const& options) noexcept {
-  return detail::explain_fused(detail::fused_forward_call<T, false, true>(
-      x, x_row_stride, y, y_row_stride, rows, cols, options));
+                            Options const& options) noexcept {
+  return detail::explain_fused(
+      detail::fused_forward_call<T, false, true, detail::has_keep_v<Options>>(
+          x, x_row_stride, y, y_row_stride, rows, cols, options));
 }
 
 /// @brief Why a fused backward launcher would refuse these arguments (nullptr: it accepts them).
@@ -648,13 +744,14 @@ const char* explain_backward(T const* dy, std::int64_t dy_row_stride, T const* y
 }
 
 /// @brief Why a masked backward launcher would refuse these arguments (nullptr: it accepts them).
-template <class T>
+template <class T, class Options, detail::if_masked_options<Options> = 0>
 const char* explain_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
                              std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
                              std::int64_t rows, std::int64_t cols,
-                             masked_softmax_options const& options) noexcept {
-  return detail::explain_fused(detail::fused_backward_call<T, false, true>(
-      dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options));
+                             Options const& options) noexcept {
+  return detail::explain_fused(
+      detail::fused_backward_call<T, false, true, detail::has_keep_v<Options>>(
+          dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options));
 }
 
 }  // namespace rowsoftmax

@@ -87,4 +87,30 @@ struct masked_softmax_options : softmax_options {
   std::int64_t diagonal = 0;
 };
 
+/// @brief masked_softmax_options with a boolean mask: one byte an element, per row or broadcast
+/// over the rows as the lengths are (an attention mask of shape (batch, heads, queries, cols),
+/// or any of its broadcasts: a key-padding mask (batch, 1, 1, cols), one mask for every head
+/// (batch, 1, queries, cols)). A column is kept where the prefix masks keep it and its mask byte
+/// is not 0; the other columns are masked as the prefix masks' are: forward writes them as 0
+/// (log-softmax: -inf), backward writes their dx as 0 and does not use their dy or y. Their values
+/// (x, dy, y) may be read but are never used.
+///
+/// Taken by the overloads of the fused launchers that take masked_softmax_options (and, being
+/// one, it may be passed where those are taken); its kernels are compiled apart from the
+/// prefix-masked ones (a program that never passes one compiles none of them).
+struct bool_masked_softmax_options : masked_softmax_options {
+  /// Device memory: the mask, one byte a column of a row (a `bool` array), any alignment. 0 masks
+  /// the element, any other value keeps it: `true` takes part, as in PyTorch's
+  /// scaled_dot_product_attention. Row r (read as (batch, head, query), see masked_softmax_options)
+  /// reads bytes [o, o + cols) with
+  /// o = batch * keep_strides.batch + head * keep_strides.head + query * keep_strides.query;
+  /// bytes of columns the prefix masks remove are not read. Read by the kernel when it runs (a
+  /// replayed graph sees new values). nullptr: every column kept (the prefix masks alone).
+  bool const* keep = nullptr;
+  /// Where row r's mask starts, in bytes (elements of `keep`), strides >= 0; 0 broadcasts. A
+  /// contiguous mask of one row a row (batch, heads, queries, cols): {heads * queries * cols,
+  /// queries * cols, cols}; a key-padding mask (batch, cols): {cols, 0, 0}.
+  broadcast_strides keep_strides{0, 0, 0};
+};
+
 }  // namespace rowsoftmax

@@ -91,6 +91,100 @@ __device__ inline std::int64_t kept_cols(prefix_mask const& m, std::int64_t row,
   return keep;
 }
 
+/// A boolean mask (bool_masked_softmax_options), as the kernels read it.
+struct element_mask {
+  unsigned char const* keep;  // nullptr: none
+  std::int64_t batch_stride;
+  std::int64_t head_stride;
+  std::int64_t query_stride;
+
+  static element_mask of(bool_masked_softmax_options const& o) {
+    return {reinterpret_cast<unsigned char const*>(o.keep), o.keep_strides.batch,
+            o.keep_strides.head, o.keep_strides.query};
+  }
+};
+
+/// Where row `row`'s mask bytes start (nullptr: no mask); (batch, head, query) as kept_cols
+/// reads them.
+__device__ inline unsigned char const* keep_row(prefix_mask const& m, element_mask const& k,
+                                                std::int64_t row) {
+  if (k.keep == nullptr) return nullptr;
+  std::int64_t q, h, b;
+  if (m.narrow) {
+    const auto r = static_cast<unsigned>(row);
+    const unsigned bh = m.by_queries.divide(r);
+    q = r - bh * m.by_queries.d;
+    const unsigned bi = m.by_heads.divide(bh);
+    h = bh - bi * m.by_heads.d;
+    b = bi;
+  } else {
+    q = row % m.queries;
+    h = row / m.queries % m.heads;
+    b = row / m.queries / m.heads;
+  }
+  return k.keep + (b * k.batch_stride + h * k.head_stride + q * k.query_stride);
+}
+
+/// The mask bytes of the window of V elements at element `e0` of a row whose bytes start at
+/// `keep`, lane l in byte l; lanes outside `in` read as kept (1) and touch no memory. One load
+/// where the window lies in `in` whole and its bytes are V-aligned, else byte by byte.
+template <int V>
+__device__ inline std::uint64_t keep_bytes(unsigned char const* keep, std::int64_t e0, lanes in) {
+  unsigned char const* p = keep + e0;
+  if (in.lo == 0 && in.hi == V && reinterpret_cast<std::uintptr_t>(p) % V == 0) {
+    if constexpr (V == 8) {
+      return *reinterpret_cast<std::uint64_t const*>(p);
+    } else if constexpr (V == 4) {
+      return *reinterpret_cast<std::uint32_t const*>(p);
+    } else if constexpr (V == 2) {
+      return *reinterpret_cast<std::uint16_t const*>(p);
+    } else {
+      return *p;
+    }
+  }
+  std::uint64_t b = 0;
+#pragma unroll
+  for (int l = 0; l < V; ++l)
+    b |= std::uint64_t{l >= in.lo && l < in.hi ? p[l] : static_cast<unsigned char>(1)} << (8 * l);
+  return b;
+}
+
+/// Whether lane l of `bytes` (keep_bytes) keeps its element.
+__device__ inline bool keeps_lane(std::uint64_t bytes, int l) {
+  return ((bytes >> (8 * l)) & 0xffu) != 0;
+}
+
+/// `fill` in the elements of window `v` (at element `e0` of its row) whose mask byte is 0, of
+/// those before `end` (the row's kept end: the others are left as they are, their bytes unread).
+template <class T, int V>
+__device__ inline void keep_window(unsigned char const* keep, std::int64_t e0, std::int64_t end,
+                                   T fill, vec_t<T, V>& v) {
+  using vec = vec_t<T, V>;
+  using word = typename vec::word;
+  const lanes in = lanes_in_row<V>(e0, end);
+  if (keep == nullptr || in.lo >= in.hi) return;
+  const std::uint64_t bytes = keep_bytes<V>(keep, e0, in);
+  const word f = vec::fill_word(fill);
+#pragma unroll
+  for (int i = 0; i < vec::words; ++i) {
+    word m = 0;
+#pragma unroll
+    for (int h = 0; h < vec::per_word; ++h)
+      if (!keeps_lane(bytes, i * vec::per_word + h))
+        m |= vec::per_word == 1 ? static_cast<word>(~word{0})
+                                : static_cast<word>(0xffffu << (16 * h));
+    v.w[i] = (v.w[i] & static_cast<word>(~m)) | (f & m);
+  }
+}
+
+/// keep_window over a thread's N windows of a row (load_windows' geometry, `Hint` as there).
+template <class Hint, class T, int V, int N>
+__device__ inline void keep_windows(unsigned char const* keep, row_window const& w,
+                                    std::int64_t end, T fill, vec_t<T, V> (&v)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) keep_window(keep, first_element<V, Hint>(w, k), end, fill, v[k]);
+}
+
 /// What a fused op's `loaded` returns: a narrowed copy of the window where Masked, else the
 /// window itself (a copy there changes the unmasked kernels' code and registers).
 template <bool Masked>
@@ -116,8 +210,20 @@ template <class Base>
 struct masked_args : Base {
   prefix_mask mask;
 };
-template <bool Masked, class Base>
-using args_with_masks = std::conditional_t<Masked, masked_args<Base>, Base>;
+/// A boolean-masked op's arguments: the masked ones and the mask.
+template <class Base>
+struct keep_args : masked_args<Base> {
+  element_mask keep;
+};
+template <bool Masked, class Base, bool Keep = false>
+using args_with_masks =
+    std::conditional_t<Keep, keep_args<Base>, std::conditional_t<Masked, masked_args<Base>, Base>>;
+
+/// Where the mask bytes of row `w` of a boolean-masked op's arguments `a` start (nullptr: none).
+template <class Args>
+__device__ inline unsigned char const* keep_row_of(Args const& a, row_window const& w) {
+  return keep_row(a.mask, a.keep, a.row_base + w.row);
+}
 
 /// The logit of an element x under the row's scale s: s * x rounded to float, but -inf stays
 /// -inf whatever the scale (a masked element stays masked, and the -inf the loads put beyond a
@@ -194,11 +300,13 @@ __device__ inline float scaled_max(vec_t<T, V> const& v, float s) {
 
 /// y = softmax(s * x) or, `Log`, log_softmax(s * x) along each row (softmax_options); `Masked`:
 /// of the columns the row's prefix masks keep (masked_softmax_options), the others read as -inf
-/// and not loaded. As forward_op, but: fp32 slots hold the scaled logits (and, softmax, their
-/// exps after fold); 16-bit slots stay packed x, scaled where converted; log-softmax keeps
-/// logits, not exps, and its store takes no exp.
-template <class T, bool Log, bool Masked = false>
+/// and not loaded; `Keep` (with Masked): of those, the ones whose boolean mask byte is not 0
+/// (bool_masked_softmax_options), the others -inf once loaded. As forward_op, but: fp32 slots
+/// hold the scaled logits (and, softmax, their exps after fold); 16-bit slots stay packed x,
+/// scaled where converted; log-softmax keeps logits, not exps, and its store takes no exp.
+template <class T, bool Log, bool Masked = false, bool Keep = false>
 struct fused_forward_op {
+  static_assert(Masked || !Keep, "a boolean mask comes with the prefix masks' arguments");
   using value_type = T;
   using reduce = online_reduce;
   using plain = forward_op<T>;
@@ -217,7 +325,7 @@ struct fused_forward_op {
     fused_params p;
     std::int64_t row_base;  // the launch's row of row 0 (tiled rows: the tile's first)
   };
-  using args = args_with_masks<Masked, base_args>;
+  using args = args_with_masks<Masked, base_args, Keep>;
 
   /// A thread's slots of a row. fp32: s * x (softmax: exp(s * x - m) after fold); 16-bit: x, and
   /// the row's scale beside them (fp32 ones keep none: a register more spills the fp32 split
@@ -256,7 +364,12 @@ struct fused_forward_op {
                                   std::int64_t first_row) {
     // Unmasked, the aggregate as before the masks (through a helper, nvcc's code for the tiled
     // kernels moved).
-    if constexpr (Masked) {
+    if constexpr (Keep) {
+      return {
+          {base_args{tiles[0], a.cols, tiles[0], a.cols, rows, a.cols, a.p, a.row_base + first_row},
+           a.mask},
+          a.keep};
+    } else if constexpr (Masked) {
       return {
           base_args{tiles[0], a.cols, tiles[0], a.cols, rows, a.cols, a.p, a.row_base + first_row},
           a.mask};
@@ -290,10 +403,12 @@ struct fused_forward_op {
     const T fill = from_float<T>(neg_inf);
     if constexpr (Masked && std::is_same_v<Hint, in_tile>) {
       finish_windows(a.x + w.row * a.x_stride, loaded(a, w), fill, f.v, hint);
+      if constexpr (Keep) keep_windows<Hint>(keep_row_of(a, w), w, loaded(a, w).cols, fill, f.v);
     } else if constexpr (Masked) {
       const std::int64_t end = loaded(a, w).cols;
       finish_windows(a.x + w.row * a.x_stride, w, fill, f.v, hint, read_limit{end});
       fill_past<Hint>(w, end, fill, f.v);
+      if constexpr (Keep) keep_windows<Hint>(keep_row_of(a, w), w, end, fill, f.v);
     } else {
       finish_windows(a.x + w.row * a.x_stride, w, fill, f.v, hint);
     }
@@ -408,14 +523,36 @@ struct fused_forward_op {
   }
 
   // The staged tiers (staged_share) fold and store windows of x from shared memory through
-  // these, with one row_state a row.
-  struct row_state {
+  // these, with one row_state a row (Keep: with where its mask bytes start, and its kept end).
+  struct plain_row_state {
     fused_params p;
     float s;
     std::int64_t row;  // of the launch
   };
+  struct keep_row_state {
+    fused_params p;
+    float s;
+    std::int64_t row;
+    unsigned char const* keep;
+    std::int64_t end;
+  };
+  using row_state = std::conditional_t<Keep, keep_row_state, plain_row_state>;
   __device__ static row_state staged_row(args const& a, std::int64_t row) {
-    return {a.p, row_scale_of(a.p, a.row_base + row), a.row_base + row};
+    if constexpr (Keep) {
+      const row_window w = window<1>(a, row, 0, 1);
+      return {a.p, row_scale_of(a.p, a.row_base + row), a.row_base + row, keep_row_of(a, w),
+              loaded(a, w).cols};
+    } else {
+      return {a.p, row_scale_of(a.p, a.row_base + row), a.row_base + row};
+    }
+  }
+  /// Keep: window x (at element e0 of its row) as the staged tiers fold and store it, -inf in its
+  /// masked elements (forward_op::masks_staged).
+  static constexpr bool masks_staged = Keep;
+  template <int V>
+  __device__ static vec_t<T, V> staged_window(vec_t<T, V> x, row_state const& r, std::int64_t e0) {
+    if constexpr (Keep) keep_window(r.keep, e0, r.end, from_float<T>(neg_inf), x);
+    return x;
   }
   template <int V>
   __device__ static float max_of(vec_t<T, V> const& v, row_state const& r) {
@@ -446,9 +583,11 @@ struct fused_forward_op {
 
 /// The gradient of fused_forward_op with respect to x: softmax dx = s * y * (dy - sum(dy * y)),
 /// log-softmax dx = s * (dy - exp(y) * sum(dy)); `Masked`: over the kept columns, dy and y of
-/// the others not loaded and their dx 0. As backward_op; the scale is applied at the store.
-template <class T, bool Log, bool Masked = false>
+/// the others not loaded and their dx 0; `Keep`: the boolean mask's too, their dy and y taken
+/// as 0 once loaded. As backward_op; the scale is applied at the store.
+template <class T, bool Log, bool Masked = false, bool Keep = false>
 struct fused_backward_op {
+  static_assert(Masked || !Keep, "a boolean mask comes with the prefix masks' arguments");
   using value_type = T;
   using reduce = sum_reduce;
   using plain = backward_op<T>;
@@ -468,7 +607,7 @@ struct fused_backward_op {
     fused_params p;
     std::int64_t row_base;
   };
-  using args = args_with_masks<Masked, base_args>;
+  using args = args_with_masks<Masked, base_args, Keep>;
 
   template <int V, int N>
   using fragment = typename plain::template fragment<V, N>;
@@ -493,7 +632,12 @@ struct fused_backward_op {
   }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
                                   std::int64_t first_row) {
-    if constexpr (Masked) {
+    if constexpr (Keep) {
+      return {{base_args{tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols, rows, a.cols, a.p,
+                         a.row_base + first_row},
+               a.mask},
+              a.keep};
+    } else if constexpr (Masked) {
       return {base_args{tiles[0], a.cols, tiles[1], a.cols, tiles[0], a.cols, rows, a.cols, a.p,
                         a.row_base + first_row},
               a.mask};
@@ -537,6 +681,7 @@ struct fused_backward_op {
                                 Hint hint = {}) {
     if constexpr (Masked && std::is_same_v<Hint, in_tile>) {
       plain::finish(tensors(a), loaded(a, w), f, hint);
+      if constexpr (Keep) keep_both<Hint>(a, w, loaded(a, w).cols, f);
     } else if constexpr (Masked) {
       const T zero = from_float<T>(0.0f);
       const std::int64_t end = loaded(a, w).cols;
@@ -545,9 +690,18 @@ struct fused_backward_op {
                      read_limit{end});
       fill_past<Hint>(w, end, zero, f.dy);
       fill_past<Hint>(w, end, zero, f.y);
+      if constexpr (Keep) keep_both<Hint>(a, w, end, f);
     } else {
       plain::finish(tensors(a), w, f, hint);
     }
+  }
+  /// Keep: 0 in dy and y where the boolean mask masks the element (of those before `end`).
+  template <class Hint, int V, int N>
+  __device__ static void keep_both(args const& a, row_window const& w, std::int64_t end,
+                                   fragment<V, N>& f) {
+    unsigned char const* keep = keep_row_of(a, w);
+    keep_windows<Hint>(keep, w, end, from_float<T>(0.0f), f.dy);
+    keep_windows<Hint>(keep, w, end, from_float<T>(0.0f), f.y);
   }
   template <int V, int N, class Hint = no_hint>
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
@@ -578,12 +732,15 @@ struct fused_backward_op {
                                          Hint hint = {}) {
     if constexpr (Masked && std::is_same_v<Hint, in_tile>) {
       plain::load_other_half(tensors(a), loaded(a, w), f, hint);
+      if constexpr (Keep)
+        keep_windows<Hint>(keep_row_of(a, w), w, loaded(a, w).cols, from_float<T>(0.0f), f.y);
     } else if constexpr (Masked) {
       const T zero = from_float<T>(0.0f);
       const std::int64_t end = loaded(a, w).cols;
       load_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint, read_limit{end});
       finish_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint, read_limit{end});
       fill_past<Hint>(w, end, zero, f.y);
+      if constexpr (Keep) keep_windows<Hint>(keep_row_of(a, w), w, end, zero, f.y);
     } else {
       plain::load_other_half(tensors(a), w, f, hint);
     }
@@ -610,6 +767,8 @@ struct fused_backward_op {
     const float s = row_scale_of(a.p, a.row_base + w.row);
     std::int64_t kept = 0;  // Masked: the row's kept end
     if constexpr (Masked) kept = loaded(a, w).cols;
+    [[maybe_unused]] unsigned char const* keep = nullptr;  // Keep: the row's mask bytes
+    if constexpr (Keep) keep = keep_row_of(a, w);
     vec_t<T, V> out[N];
 #pragma unroll
     for (int k = 0; k < N; ++k) {
@@ -620,6 +779,12 @@ struct fused_backward_op {
       if constexpr (Masked) {
         const std::int64_t left = kept - first_element<V, Hint>(w, k);
         room = left >= V ? V : left <= 0 ? 0 : static_cast<int>(left);
+      }
+      std::uint64_t bytes = ~std::uint64_t{0};  // Keep: the window's mask bytes (keep_bytes)
+      if constexpr (Keep) {
+        const std::int64_t e0 = first_element<V, Hint>(w, k);
+        const lanes in = lanes_in_row<V>(e0, kept);
+        if (keep != nullptr && in.lo < in.hi) bytes = keep_bytes<V>(keep, e0, in);
       }
       float dx[V];
 #pragma unroll
@@ -633,6 +798,7 @@ struct fused_backward_op {
         // compared in 32 bits a lane (64-bit element indices spilled the fp32 split and
         // streaming kernels 196-776 bytes, none so).
         if constexpr (Masked) dx[l] = l < room ? dx[l] : 0.0f;
+        if constexpr (Keep) dx[l] = keeps_lane(bytes, l) ? dx[l] : 0.0f;
       }
       out[k] = vec_t<T, V>::round(dx);
     }

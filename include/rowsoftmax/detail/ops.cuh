@@ -164,6 +164,10 @@ struct forward_op {
   __device__ static row_state staged_row(args const&, std::int64_t) {
     return {};
   }
+  /// Whether the staged tiers pass each window of x through `staged_window(x, row_state, e0)`
+  /// (e0: the row's element of its first lane) before they fold and store it: the fused ops'
+  /// boolean mask, which puts -inf in its masked elements.
+  static constexpr bool masks_staged = false;
   template <int V>
   __device__ static float max_of(vec_t<T, V> const& v, row_state) {
     return v.max();

@@ -148,6 +148,8 @@ struct staged_share {
 #pragma unroll
       for (int k = 0; k < half; ++k) {
         v[k] = bits_as<vec>(staged[(h * half + k) * threads + threadIdx.x]);
+        if constexpr (Op::masks_staged)
+          v[k] = Op::staged_window(v[k], rs, element((h * half + k) * threads));
         half_max = fmaxf(half_max, Op::max_of(v[k], rs));
       }
       const float new_max = fmaxf(running_max, half_max), exp_shift = safe_shift(new_max);
@@ -177,8 +179,14 @@ struct staged_share {
 #pragma unroll 2
     for (int k = K0; k < K1; ++k) {
       const int i = k * threads + static_cast<int>(threadIdx.x);
-      if (i < owned && i >= held_back)
-        store_window(i, Op::normalized_of(bits_as<vec>(staged[i]), e, inv, total, rs));
+      if (i < owned && i >= held_back) {
+        if constexpr (Op::masks_staged) {
+          const vec x = Op::staged_window(bits_as<vec>(staged[i]), rs, element(k * threads));
+          store_window(i, Op::normalized_of(x, e, inv, total, rs));
+        } else {
+          store_window(i, Op::normalized_of(bits_as<vec>(staged[i]), e, inv, total, rs));
+        }
+      }
     }
   }
 
@@ -190,6 +198,11 @@ struct staged_share {
     } else {
       staged_edge_store<T, V>(output, cols, shift, first + i, out);
     }
+  }
+
+  /// The row's element of the first lane of the thread's window `i0 + threadIdx.x` of the share.
+  __device__ std::int64_t element(int i0) const {
+    return at + std::int64_t{i0 + static_cast<int>(threadIdx.x)} * V;
   }
 
   /// Window `i` of the share read from the input as `start` stages it (which copies whole
@@ -211,6 +224,8 @@ struct staged_share {
       for (int k = 0; k < Batch; ++k) {
         const int i = i0 + k * threads + static_cast<int>(threadIdx.x);
         if (i < held_back) v[k] = load_window(i);
+        if constexpr (Op::masks_staged)
+          if (i < held_back) v[k] = Op::staged_window(v[k], rs, element(i0 + k * threads));
       }
       if (i0 == 0) row_total = total();
       const float exp_shift = safe_shift(row_total.m), inv = 1.0f / row_total.s;
