@@ -23,8 +23,9 @@
 // device_limits, those of the H200, and so does `--dry-run`).
 //
 // Compile once: this unit compiles no kernel. extern.cuh declares the plain launchers and plan
-// queries, and the one fused launcher called here is declared below; warnings_tu.cu (the
-// rowsoftmax_warnings object library, linked in) instantiates them all.
+// queries, and the fused launchers called here are declared below; warnings_tu.cu and
+// warnings_fused_tu.cu (the rowsoftmax_warnings and rowsoftmax_warnings_fused object libraries,
+// linked in) instantiate them.
 #include <rowsoftmax/extern.cuh>
 
 extern template cudaError_t rowsoftmax::log_softmax_forward<__nv_bfloat16>(
