@@ -2,11 +2,9 @@
 // Built, not run: the fused launchers (fused.cuh) under the strictest warnings, as warnings_tu.cu
 // checks the plain ones (see CMakeLists.txt); also the one unit that instantiates the fused
 // launchers the GPU fuzzer calls (gpu_fuzz.cu declares them, this unit is linked into it).
-// Apart from warnings_tu.cu, which the test binaries and the benchmark link for the plain
-// kernels: a program must compile each kernel in one unit only. The GPU suite's bf16 unit, which
-// compiles these launchers too, linked with a second copy here, failed its staged and cluster
-// launches (cudaErrorInvalidValue, cudaErrorInvalidClusterSize), as if the kernel's attributes
-// were set on one copy and the launch made with the other.
+// Apart from warnings_tu.cu, which the test programs and the benchmark link for the plain
+// kernels, so that no program compiles these launchers in two units (the GPU suite's bf16 unit
+// compiles them too), which would test the other unit's copies only.
 #include <rowsoftmax/rowsoftmax.cuh>
 
 // Their explanations, and one launcher whose kernels compile under the same warnings (a 16-bit

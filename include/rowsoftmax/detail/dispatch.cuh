@@ -95,8 +95,9 @@ inline cudaError_t cached_device_limits(int device, device_limits* limits) noexc
   }
 }
 
+/// The kernel of configuration `Config` for `Op` and width `V`, as this unit compiled it.
 template <class Op, int V, int Config>
-constexpr auto kernel_ptr() {
+constexpr auto unit_kernel_ptr() {
   if constexpr (kernel_configs[Config].algo == algorithm::streaming) {
     return &streaming_kernel<Op, V, Config>;
   } else if constexpr (kernel_configs[Config].algo == algorithm::split) {
@@ -110,6 +111,22 @@ constexpr auto kernel_ptr() {
   } else {
     return &resident_kernel<Op, V, Config>;
   }
+}
+
+/// The kernel of configuration `Config` for `Op` and width `V`, one pointer a program: the one
+/// every attribute call (prepare_kernel, once a program), occupancy query and launch uses. nvcc
+/// 13 gives each unit that compiles a template kernel its own host stub, and so its own copy of
+/// the kernel: through unit_kernel_ptr, a unit could launch a copy whose attributes another
+/// unit's call set on its own (cudaErrorInvalidClusterSize, cudaErrorInvalidValue on sm_90). The
+/// first unit to ask fixes the pointer: a function-local static, one a program, initialized when
+/// first asked (through a volatile, so that no unit folds its own constant in its place).
+template <class Op, int V, int Config>
+auto kernel_ptr() {
+  static auto const kernel = [] {
+    auto volatile own = unit_kernel_ptr<Op, V, Config>();
+    return own;
+  }();
+  return kernel;
 }
 
 /// Calls f(std::integral_constant<int, V>, std::integral_constant<int, Config>) for the plan's
