@@ -461,10 +461,9 @@ void bool_mask_benchmark(benchmark::State& state, std::string const& name, direc
   result& r = results()[name];
   const double b2b_us = us <= 0 ? 0.0 : r.b2b_us > 0 ? r.b2b_us : time_back_to_back(launch, us);
   check(cudaFree(keep), "mask");
-  const double bytes =
-      static_cast<double>(dir == direction::forward ? 2 : 3) * static_cast<double>(rows) *
-          static_cast<double>(cols) * sizeof(T) +
-      static_cast<double>(mask.size());
+  const double bytes = static_cast<double>(dir == direction::forward ? 2 : 3) *
+                           static_cast<double>(rows) * static_cast<double>(cols) * sizeof(T) +
+                       static_cast<double>(mask.size());
   report<T>(state, r, dir, pl, " [boolmask]", rows, cols, bytes, us, b2b_us);
 }
 
@@ -734,9 +733,8 @@ void register_type() {
       const std::string name = std::string("fused/boolmask/") +
                                (dir == direction::forward ? "forward/" : "backward/") +
                                dtype_name<T>() + "/cols:" + std::to_string(cols);
-      register_timed(name, [=](benchmark::State& s) {
-        bool_mask_benchmark<T>(s, name, dir, rows, cols);
-      });
+      register_timed(
+          name, [=](benchmark::State& s) { bool_mask_benchmark<T>(s, name, dir, rows, cols); });
     }
   register_probes<T>();
 }

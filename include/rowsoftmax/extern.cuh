@@ -16,8 +16,9 @@
 // instantiated by the units that include it; so are the two internal functions that reach the
 // plain kernels (detail::plan_fits and detail::launch), so that internal callers, such as the
 // project's tests and benchmark forcing plans, compile none either. The fused launchers
-// (fused.cuh) are not declared: a unit compiles the fused kernels it calls. Without the instantiating unit the program fails to
-// link (undefined rowsoftmax::softmax_forward<...>), not at run time.
+// (fused.cuh) are not declared: a unit compiles the fused kernels it calls. Without the
+// instantiating unit the program fails to link (undefined rowsoftmax::softmax_forward<...>), not at
+// run time.
 #pragma once
 
 #include "detail/instances.hpp"
