@@ -17,10 +17,10 @@ Writes compare.csv, compare.json, compare_forward.png and compare_backward.png t
     PYTHONPATH=examples/pytorch python benchmarks/compare_peers.py --fused --out results/
 
 compares instead the fused calls (rowsoftmax_torch.softmax / log_softmax with a scale, per-row
-scales, lengths or causal) with the torch expressions a user would run instead, eager and under
-torch.compile, forward, on attention scores and vocabulary rows; TB/s over the bytes the fused
-call must move (2*rows*cols*size, a mask's columns counted as read); writes compare_fused.csv,
-compare_fused.json and compare_fused.png.
+scales, lengths, causal or a boolean mask) with the torch expressions a user would run instead,
+eager and under torch.compile, forward, on attention scores and vocabulary rows; TB/s over the
+bytes the fused call must move (2*rows*cols*size, a mask's columns counted as read, plus a boolean
+mask's bytes once); writes compare_fused.csv, compare_fused.json and compare_fused.png.
 """
 from __future__ import annotations
 
@@ -389,7 +389,7 @@ def fused_cases():
     out = []
     for b, h, q in ((8, 12, 512), (2, 32, 2048), (1, 32, 4096)):
         for dtype in (torch.bfloat16, torch.float16):
-            for case in ("scaled", "causal", "padded"):
+            for case in ("scaled", "causal", "padded", "mask"):
                 out.append((f"attn {b}x{h}x{q}x{q} {case}", (b, h, q, q), dtype, case))
     for cols in (128256, 151936, 256000):
         rows = max(1, 2 ** 27 // cols)
@@ -400,12 +400,14 @@ def fused_cases():
 
 
 def fused_calls(case, x):
-    """({name: forward()}, expr) for one fused case on scores or logits `x`: rowsoftmax's fused
-    call, and the torch expression `expr` it replaces, eager and compiled (the mask and
-    temperatures made once, outside the timed calls, as a model holds them)."""
+    """({name: forward()}, expr, extra bytes) for one fused case on scores or logits `x`:
+    rowsoftmax's fused call, and the torch expression `expr` it replaces, eager and compiled (the
+    mask and temperatures made once, outside the timed calls, as a model holds them); extra bytes
+    the bytes of a boolean mask the call must read, once (it is broadcast over the heads)."""
     import rowsoftmax_torch as rs
     cols = x.shape[-1]
     s = 1.0 / math.sqrt(128.0)
+    extra = 0
     if case == "scaled":
         ours = lambda: rs.softmax(x, scale=s)
         expr = lambda x: torch.softmax(x * s, dim=-1)
@@ -420,6 +422,12 @@ def fused_calls(case, x):
         keep = (torch.arange(cols, device=x.device) < lengths.unsqueeze(-1))
         ours = lambda: rs.softmax(x, scale=s, lengths=lengths)
         expr = lambda x: torch.softmax((x * s).masked_fill(~keep, -math.inf), dim=-1)
+    elif case == "mask":  # a boolean attention mask a batch, shared by the heads, 1 in 10 False
+        g = torch.Generator(device="cuda").manual_seed(3)
+        keep = torch.rand((x.shape[0], 1) + tuple(x.shape[2:]), generator=g, device="cuda") >= 0.1
+        extra = keep.numel()
+        ours = lambda: rs.softmax(x, scale=s, mask=keep)
+        expr = lambda x: torch.softmax((x * s).masked_fill(~keep, -math.inf), dim=-1)
     elif case == "log":
         ours = lambda: rs.log_softmax(x)
         expr = lambda x: torch.log_softmax(x, dim=-1)
@@ -431,7 +439,7 @@ def fused_calls(case, x):
         expr = lambda x: torch.softmax(x / t.unsqueeze(-1), dim=-1)
     compiled = torch.compile(expr, dynamic=True)
     return {"rowsoftmax": ours, "torch eager": lambda: expr(x),
-            "torch.compile": lambda: compiled(x)}, expr
+            "torch.compile": lambda: compiled(x)}, expr, extra
 
 
 def run_fused(args, out_dir, copy, dev):
@@ -441,11 +449,11 @@ def run_fused(args, out_dir, copy, dev):
             skipped.append(f"{label} {NAMES[dtype]}")
             continue
         x = (torch.rand(shape, device="cuda") * 16 - 8).to(dtype)
-        calls, expr = fused_calls(case, x)
+        calls, expr, extra = fused_calls(case, x)
         rows = x.numel() // shape[-1]
         check = min(rows, args.check_rows)
         ref = expr(x.double()).reshape(-1, shape[-1])[:check]  # float64
-        nbytes = 2 * x.element_size() * x.numel()
+        nbytes = 2 * x.element_size() * x.numel() + extra
         names = list(calls)
         first = i % len(names)
         for name in names[first:] + names[:first]:

@@ -4,7 +4,7 @@
     TORCH_CUDA_ARCH_LIST="9.0" pip install --no-build-isolation ./examples/pytorch
 
 builds the same sources as the compile-on-import path (csrc/: the binding and, per dtype, one unit
-of the plain launchers, one of the fused and one of the masked)
+of the plain launchers, one of the fused, one of the masked and one of the boolean-masked)
 into rowsoftmax_torch._C with torch.utils.cpp_extension.CUDAExtension and BuildExtension, for the
 architectures in TORCH_CUDA_ARCH_LIST (torch's own variable, read by BuildExtension; unset: the
 GPUs it sees, else torch's default list). `--no-build-isolation` lets the build import the
@@ -43,7 +43,9 @@ def version():
 SOURCES = [f"csrc/{f}" for f in ("binding.cpp", "launch_float.cu", "launch_half.cu",
                                  "launch_bf16.cu", "launch_fused_float.cu", "launch_fused_half.cu",
                                  "launch_fused_bf16.cu", "launch_masked_float.cu",
-                                 "launch_masked_half.cu", "launch_masked_bf16.cu")]
+                                 "launch_masked_half.cu", "launch_masked_bf16.cu",
+                                 "launch_bool_masked_float.cu", "launch_bool_masked_half.cu",
+                                 "launch_bool_masked_bf16.cu")]
 
 setup(
     name="rowsoftmax_torch",

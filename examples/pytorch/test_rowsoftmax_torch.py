@@ -317,25 +317,13 @@ def keep_mask(shape, lengths, causal, diagonal):
     return keep
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("mask", range(len(MASKS)))
-@pytest.mark.parametrize("log", [False, True])
-def test_masked_forward_and_gradient(mask, dtype, log):
+def check_masked(x, log, seed, keep, **masks):
+    """The fused call with `masks` on x against the torch expression it replaces in float64
+    (masked_fill(~keep, -inf)), forward, lse and gradient; empty rows as torch._safe_softmax."""
     ours, theirs = FUSED[log]
-    shape, lshape, causal, diag = MASKS[mask]
-    d = diag(shape[-2] if len(shape) >= 2 else 1, shape[-1]) if causal else 0
-    x = make(shape, dtype, seed=11 * mask + int(log))
-    lengths = None
-    if lshape is not None:
-        g = torch.Generator(device="cuda").manual_seed(mask)
-        lengths = torch.randint(-2, shape[-1] + 3, lshape, generator=g, device="cuda")
-        lengths.view(-1)[0] = shape[-1] // 2
-    keep = keep_mask(shape, lengths, causal, d)
-    scale = 0.7
+    dtype, shape, scale = x.dtype, x.shape, 0.7
     xg = x.clone().requires_grad_(True)
-    y, lse = ours(xg, scale=scale, lengths=lengths, causal=causal, diagonal=d, return_lse=True,
-                  empty="zero")
-    # The torch expression it replaces, in float64; empty rows as torch._safe_softmax gives them.
+    y, lse = ours(xg, scale=scale, return_lse=True, empty="zero", **masks)
     xd = x.double().requires_grad_(True)
     zd = (xd * scale).masked_fill(~keep, -math.inf)
     ref = theirs(zd, dim=-1)
@@ -346,7 +334,7 @@ def test_masked_forward_and_gradient(mask, dtype, log):
     lse_ref = torch.logsumexp(zd.detach(), -1)
     torch.testing.assert_close(lse, lse_ref.float(), rtol=1e-5, atol=1e-5)
     # Gradient through the kept outputs (the masked ones' dy 0, as behind a loss or a gather).
-    w = make(shape, dtype, seed=5 + mask, scale=1.0).double()
+    w = make(shape, dtype, seed=5 + seed, scale=1.0).double()
     (torch.where(keep, y.double(), 0) * w).sum().backward()
     (torch.where(keep, ref, 0) * w).sum().backward()
     grad_ref = torch.nan_to_num(xd.grad, nan=0.0)
@@ -355,6 +343,86 @@ def test_masked_forward_and_gradient(mask, dtype, log):
     bound = grad_bound(p, torch.tensor(scale, dtype=torch.float64, device="cuda"), w * keep,
                        torch.zeros(shape[:-1], dtype=torch.float64, device="cuda"), log)
     assert close(xg.grad, grad_ref, dtype, bound)
+
+
+def random_lengths(lshape, cols, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    lengths = torch.randint(-2, cols + 3, lshape, generator=g, device="cuda")
+    lengths.view(-1)[0] = cols // 2
+    return lengths
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mask", range(len(MASKS)))
+@pytest.mark.parametrize("log", [False, True])
+def test_masked_forward_and_gradient(mask, dtype, log):
+    shape, lshape, causal, diag = MASKS[mask]
+    d = diag(shape[-2] if len(shape) >= 2 else 1, shape[-1]) if causal else 0
+    x = make(shape, dtype, seed=11 * mask + int(log))
+    lengths = None if lshape is None else random_lengths(lshape, shape[-1], mask)
+    keep = keep_mask(shape, lengths, causal, d)
+    check_masked(x, log, mask, keep, lengths=lengths, causal=causal, diagonal=d)
+
+
+# Boolean masks: (x's shape, the mask's shape, its layout, lengths' shape, causal, diagonal).
+# Layouts: "dense" a contiguous tensor; "slice" a slice at an odd byte address of a wider one;
+# "transposed" the transpose of a contiguous tensor (copied contiguous by the extension).
+BOOL_MASKS = [
+    ((2, 3, 64, 64), (2, 1, 64, 64), "dense", None, False, None),      # one mask for every head
+    ((2, 3, 8, 1000), (2, 1, 1, 1000), "dense", None, True, lambda q, k: k - q),  # key padding
+    ((4, 4097), (4, 4097), "slice", None, False, None),                # a mask a row
+    ((2, 2, 5, 50257), (5, 50257), "dense", (2, 1, 5), False, None),   # every batch and head
+    ((3, 5, 33), (3, 5, 33), "slice", (3, 5), True, lambda q, k: 2),   # all three
+    ((2, 4, 40, 40), (2, 4, 40, 40), "transposed", None, False, None),
+    ((2, 16385), (2, 1), "dense", None, False, None),                  # broadcast over the keys
+    ((1, 300001), (300001,), "slice", None, True, lambda q, k: 250000),  # split rows
+]
+
+
+def bool_mask(mshape, layout, seed):
+    """A random boolean mask of `mshape` (about 1 in 8 False, every 5th row all False)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    m = torch.rand(mshape, generator=g, device="cuda") >= 0.125
+    if m.dim() >= 2:
+        m.view(-1, mshape[-1])[::5] = False
+    if layout == "slice":
+        wide = torch.zeros(mshape[:-1] + (mshape[-1] + 3,), dtype=torch.bool, device="cuda")
+        wide[..., 1:-2] = m
+        m = wide[..., 1:-2]
+    elif layout == "transposed":
+        m = m.transpose(-1, -2).contiguous().transpose(-1, -2)
+    return m
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", range(len(BOOL_MASKS)))
+@pytest.mark.parametrize("log", [False, True])
+def test_bool_masked_forward_and_gradient(case, dtype, log):
+    shape, mshape, layout, lshape, causal, diag = BOOL_MASKS[case]
+    d = diag(shape[-2] if len(shape) >= 2 else 1, shape[-1]) if causal else 0
+    x = make(shape, dtype, seed=13 * case + int(log))
+    m = bool_mask(mshape, layout, seed=case)
+    lengths = None if lshape is None else random_lengths(lshape, shape[-1], case)
+    keep = keep_mask(shape, lengths, causal, d) & m.expand(shape)
+    assert not keep.all(-1).all()  # the mask masks something
+    check_masked(x, log, case, keep, lengths=lengths, causal=causal, diagonal=d, mask=m)
+
+
+def test_bool_mask_is_not_written_and_matches_sdpa_polarity():
+    # True takes part: the rows of scaled_dot_product_attention with a value matrix of identity.
+    q, k = 6, 24
+    x = make((2, 3, q, k), torch.float32, seed=3)
+    m = bool_mask((2, 1, q, k), "dense", seed=4)
+    m[..., 0] = True  # no empty row, where sdpa gives NaN
+    before = m.clone()
+    y = rs.softmax(x, mask=m)
+    assert torch.equal(m, before)
+    eye = torch.eye(k, device="cuda").expand(2, 3, k, k)
+    # sdpa(q, k, v) = softmax(q k^T * scale + mask) v with q = x, k = I, v = I, scale = 1.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel(SDPBackend.MATH):
+        ref = torch.nn.functional.scaled_dot_product_attention(x, eye, eye, attn_mask=m, scale=1.0)
+    torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-6)
 
 
 def test_masked_clear_errors():
@@ -369,6 +437,14 @@ def test_masked_clear_errors():
         rs.softmax(x, causal=1)
     with pytest.raises(TypeError, match="diagonal"):
         rs.softmax(x, causal=True, diagonal=1.5)
+    with pytest.raises(TypeError, match="bool"):
+        rs.softmax(x, mask=torch.ones(2, 3, 8, dtype=torch.uint8, device="cuda"))
+    with pytest.raises(ValueError, match="broadcast"):
+        rs.softmax(x, mask=torch.ones(3, 3, 8, dtype=torch.bool, device="cuda"))
+    with pytest.raises(ValueError, match="cuda"):
+        rs.softmax(x, mask=torch.ones(8, dtype=torch.bool))
+    with pytest.raises(TypeError, match="mask"):
+        rs.softmax(x, mask=[True] * 8)
 
 def test_torch_compile_fullgraph():
     torch._dynamo.reset()
@@ -377,7 +453,9 @@ def test_torch_compile_fullgraph():
         p = rs.softmax(x, scale=0.5, row_scale=r)
         lp, lse = rs.log_softmax(x, scale=2.0, empty="zero", return_lse=True)
         m = rs.softmax(x, scale=0.25, causal=True, lengths=(r * 300).int(), empty="zero")
-        return (p.float() * lp.float()).sum() + lse.square().sum() + m.float().square().sum()
+        b = rs.log_softmax(x, mask=x > -1, empty="zero")
+        return ((p.float() * lp.float()).sum() + lse.square().sum() + m.float().square().sum() +
+                torch.where(x > -1, b.float(), 0).sum())
 
     compiled = torch.compile(f, fullgraph=True)
     for shape in ((8, 1000), (3, 5, 4097)):
@@ -399,10 +477,12 @@ def test_opcheck_custom_ops():
         for log in (False, True):
             for row_scale, zero_empty, return_lse in ((None, False, False), (r, True, True)):
                 xg = x.clone().requires_grad_(True)
-                args = (xg, 0.75, row_scale, log, zero_empty, return_lse, None, False, 0)
+                args = (xg, 0.75, row_scale, log, zero_empty, return_lse, None, False, 0, None)
                 torch.library.opcheck(ops.fused_forward.default, args)
             lengths = torch.full(shape[:-1], shape[-1] // 2 + 1, dtype=torch.int32, device="cuda")
-            for masks in ((None, False, 0), (lengths, True, 1)):
+            keep = make(shape, torch.float32, seed=5) > -4
+            for masks in ((None, False, 0, None), (lengths, True, 1, None), (None, False, 0, keep),
+                          (lengths, True, -1, keep[:1].expand(shape))):
                 xg = x.clone().requires_grad_(True)
                 args = (xg, 0.75, r, log, True, True) + masks
                 torch.library.opcheck(ops.fused_forward.default, args)

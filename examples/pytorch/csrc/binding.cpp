@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // PyTorch bindings: softmax over the last dimension of a CUDA tensor, forward and backward, plain
 // (forward, backward) and fused (fused_forward, fused_backward: softmax or log-softmax with a
-// scale, a per-row scale, a row log-sum-exp output, an empty-row policy, and the masks that keep
-// a prefix of each row: lengths and causal).
+// scale, a per-row scale, a row log-sum-exp output, an empty-row policy, the masks that keep a
+// prefix of each row, lengths and causal, and a boolean mask).
 // Rows are passed with their real stride (a slice x[..., :k] is not copied); only layouts whose
 // rows cannot be described by one stride are made contiguous first.
 #include <ATen/cuda/CUDAContext.h>
@@ -157,6 +157,29 @@ rowsoftmax::softmax_options fused_options(torch::Tensor const& like, double scal
   return o;
 }
 
+// The strides of `t` (an operand of x's rows, broadcast to x's shape or to x.shape[:-1]) along
+// the dimensions that read x's row r as (batch, head, query), x having `d` dimensions: batch the
+// dimensions before d - 3 collapsed into one (false where they do not collapse into one stride),
+// head dimension d - 3, query dimension d - 2 (0 where x has no such dimension or t broadcasts).
+bool row_strides(torch::Tensor const& t, std::int64_t d, rowsoftmax::broadcast_strides* out) {
+  auto stride_of = [&](std::int64_t dim) -> std::int64_t {
+    return dim < 0 || t.size(dim) == 1 ? 0 : t.stride(dim);
+  };
+  std::int64_t batch = 0, inner_size = 0, inner_stride = 0;
+  for (std::int64_t i = d - 4; i >= 0; --i) {
+    if (t.size(i) == 1) continue;
+    if (inner_size == 0) {
+      batch = t.stride(i);
+    } else if (t.stride(i) != inner_stride * inner_size) {
+      return false;
+    }
+    inner_size = t.size(i);
+    inner_stride = t.stride(i);
+  }
+  *out = {batch, stride_of(d - 3), stride_of(d - 2)};
+  return true;
+}
+
 // The masked options for rows of `like`, whose shape is (..., heads, queries, cols): the fused
 // options `o`, `lengths` (int32, of like's shape without its last dimension, any strides: the
 // Python layer broadcasts it) read through one stride a batch, head and query (made contiguous
@@ -182,48 +205,53 @@ rowsoftmax::masked_softmax_options masked_options(torch::Tensor const& like,
   TORCH_CHECK_VALUE(l.sizes() == like.sizes().slice(0, d - 1),
                     "rowsoftmax: lengths must have the shape of x without its last dimension ",
                     like.sizes().slice(0, d - 1), ", got ", l.sizes());
-  // lengths' dimensions: (batch..., head, query) for d >= 3, (query) for d == 2, none for d == 1.
-  auto stride_of = [&](torch::Tensor const& t, std::int64_t dim) -> std::int64_t {
-    return t.size(dim) == 1 ? 0 : t.stride(dim);
-  };
-  auto batch_stride = [&](torch::Tensor const& t, std::int64_t* out) {
-    std::int64_t stride = 0, inner_size = 0, inner_stride = 0;
-    for (std::int64_t i = t.dim() - 3; i >= 0; --i) {
-      if (t.size(i) == 1) continue;
-      if (inner_size == 0) {
-        stride = t.stride(i);
-      } else if (t.stride(i) != inner_stride * inner_size) {
-        return false;
-      }
-      inner_size = t.size(i);
-      inner_stride = t.stride(i);
-    }
-    *out = stride;
-    return true;
-  };
-  std::int64_t batch = 0;
-  if (d >= 3 && !batch_stride(l, &batch)) {
+  if (!row_strides(l, d, &m.lengths_strides)) {
     l = l.contiguous();
-    batch_stride(l, &batch);
+    row_strides(l, d, &m.lengths_strides);
   }
   *keep = l;
   m.lengths = l.data_ptr<int>();
-  m.lengths_strides.batch = batch;
-  m.lengths_strides.head = d >= 3 ? stride_of(l, d - 3) : 0;
-  m.lengths_strides.query = d >= 2 ? stride_of(l, d - 2) : 0;
   return m;
+}
+
+// The boolean-masked options: the masked options `m` and `mask` (bool, of like's shape, any
+// strides: the Python layer broadcasts it), read through one stride a batch, head and query with
+// its columns contiguous (made contiguous into `*keep` where they are not, or where its leading
+// dimensions do not collapse into one stride).
+rowsoftmax::bool_masked_softmax_options bool_masked_options(
+    torch::Tensor const& like, rowsoftmax::masked_softmax_options const& m,
+    torch::Tensor const& mask, torch::Tensor* keep) {
+  TORCH_CHECK_TYPE(mask.scalar_type() == torch::kBool, "rowsoftmax: mask must be bool, got ",
+                   mask.scalar_type());
+  TORCH_CHECK_VALUE(mask.device() == like.device(), "rowsoftmax: mask must be on ", like.device(),
+                    ", got ", mask.device());
+  TORCH_CHECK_VALUE(mask.sizes() == like.sizes(), "rowsoftmax: mask must have the shape of x ",
+                    like.sizes(), ", got ", mask.sizes());
+  rowsoftmax::bool_masked_softmax_options b;
+  static_cast<rowsoftmax::masked_softmax_options&>(b) = m;
+  const std::int64_t d = like.dim();
+  torch::Tensor k = mask;
+  if ((k.stride(d - 1) != 1 && k.size(d - 1) > 1) || !row_strides(k, d, &b.keep_strides)) {
+    k = k.contiguous();
+    row_strides(k, d, &b.keep_strides);
+  }
+  *keep = k;
+  b.keep = k.data_ptr<bool>();
+  return b;
 }
 
 // Fused forward: y = softmax(s * x) or (`log`) log_softmax(s * x) over the last dimension, with
 // s = scale * row_scale[row]; empty rows (all -inf after scaling) NaN or, with `zero_empty`,
 // softmax 0 / log-softmax -inf. Returns (y, lse): lse the float32 log-sum-exp of each row's
 // logits, of x's shape without its last dimension, where `return_lse`, else an empty tensor.
-// With `lengths` or `causal`, the masked launchers (masked_options).
+// With `lengths` or `causal`, the masked launchers (masked_options); with `mask` (true takes
+// part), the boolean-masked ones (bool_masked_options).
 std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double scale,
                                                        std::optional<torch::Tensor> row_scale,
                                                        bool log, bool zero_empty, bool return_lse,
                                                        std::optional<torch::Tensor> lengths,
-                                                       bool causal, std::int64_t diagonal) {
+                                                       bool causal, std::int64_t diagonal,
+                                                       std::optional<torch::Tensor> mask) {
   check_input(x, "x");
   const c10::cuda::CUDAGuard guard(x.device());
   torch::Tensor rs;
@@ -240,13 +268,20 @@ std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double s
   if (return_lse) o.row_lse = lse.data_ptr<float>();
   const auto stream = at::cuda::getCurrentCUDAStream().stream();
   const char* why = nullptr;
-  const bool masked = lengths.has_value() || causal;
-  torch::Tensor keep_lengths;
+  const bool masked = lengths.has_value() || causal || mask.has_value();
+  torch::Tensor keep_lengths, keep_mask;
   const rowsoftmax::masked_softmax_options m =
       masked ? masked_options(x, o, lengths, causal, diagonal, &keep_lengths)
              : rowsoftmax::masked_softmax_options{};
+  const rowsoftmax::bool_masked_softmax_options b =
+      mask.has_value() ? bool_masked_options(x, m, *mask, &keep_mask)
+                       : rowsoftmax::bool_masked_softmax_options{};
   const cudaError_t e = by_dtype(x.scalar_type(), [&](auto t) {
     using T = typename decltype(t)::type;
+    if (mask.has_value()) {
+      return rowsoftmax_ext::bool_masked_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols,
+                                                 in.rows, in.cols, b, stream, &why);
+    }
     return masked ? rowsoftmax_ext::masked_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols,
                                                    in.rows, in.cols, m, stream, &why)
                   : rowsoftmax_ext::fused_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols,
@@ -261,7 +296,7 @@ std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double s
 torch::Tensor fused_backward(torch::Tensor dy, torch::Tensor y, double scale,
                              std::optional<torch::Tensor> row_scale, bool log,
                              std::optional<torch::Tensor> lengths, bool causal,
-                             std::int64_t diagonal) {
+                             std::int64_t diagonal, std::optional<torch::Tensor> mask) {
   check_gradient_pair(dy, y);
   const c10::cuda::CUDAGuard guard(y.device());
   torch::Tensor rs;
@@ -271,13 +306,21 @@ torch::Tensor fused_backward(torch::Tensor dy, torch::Tensor y, double scale,
   if (out.rows == 0) return dx;
   const auto stream = at::cuda::getCurrentCUDAStream().stream();
   const char* why = nullptr;
-  const bool masked = lengths.has_value() || causal;
-  torch::Tensor keep_lengths;
+  const bool masked = lengths.has_value() || causal || mask.has_value();
+  torch::Tensor keep_lengths, keep_mask;
   const rowsoftmax::masked_softmax_options m =
       masked ? masked_options(y, o, lengths, causal, diagonal, &keep_lengths)
              : rowsoftmax::masked_softmax_options{};
+  const rowsoftmax::bool_masked_softmax_options b =
+      mask.has_value() ? bool_masked_options(y, m, *mask, &keep_mask)
+                       : rowsoftmax::bool_masked_softmax_options{};
   const cudaError_t e = by_dtype(y.scalar_type(), [&](auto t) {
     using T = typename decltype(t)::type;
+    if (mask.has_value()) {
+      return rowsoftmax_ext::bool_masked_backward(log, ptr<T>(g.t), g.stride, ptr<T>(out.t),
+                                                  out.stride, ptr<T>(dx), out.cols, out.rows,
+                                                  out.cols, b, stream, &why);
+    }
     return masked ? rowsoftmax_ext::masked_backward(log, ptr<T>(g.t), g.stride, ptr<T>(out.t),
                                                     out.stride, ptr<T>(dx), out.cols, out.rows,
                                                     out.cols, m, stream, &why)
@@ -297,9 +340,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("fused_forward", &fused_forward,
         "fused softmax or log-softmax over the last dimension: (y, lse)", py::arg("x"),
         py::arg("scale"), py::arg("row_scale"), py::arg("log"), py::arg("zero_empty"),
-        py::arg("return_lse"), py::arg("lengths"), py::arg("causal"), py::arg("diagonal"));
+        py::arg("return_lse"), py::arg("lengths"), py::arg("causal"), py::arg("diagonal"),
+        py::arg("mask"));
   m.def("fused_backward", &fused_backward,
         "fused softmax or log-softmax backward over the last dimension: dx", py::arg("dy"),
         py::arg("y"), py::arg("scale"), py::arg("row_scale"), py::arg("log"), py::arg("lengths"),
-        py::arg("causal"), py::arg("diagonal"));
+        py::arg("causal"), py::arg("diagonal"), py::arg("mask"));
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The extension's kernel entry points, one translation unit per element type for the plain
-// launchers (launch_<type>.cu), one per type for the fused ones (launch_fused_<type>.cu) and
-// one per type for the masked ones (launch_masked_<type>.cu), so that they compile in parallel
-// and without the PyTorch headers.
+// launchers (launch_<type>.cu), one per type for the fused ones (launch_fused_<type>.cu), one per
+// type for the masked ones (launch_masked_<type>.cu) and one per type for the boolean-masked ones
+// (launch_bool_masked_<type>.cu), so that they compile in parallel and without the PyTorch headers.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -52,5 +52,19 @@ cudaError_t masked_backward(bool log, T const* dy, std::int64_t dy_stride, T con
                             std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
                             std::int64_t cols, rowsoftmax::masked_softmax_options const& options,
                             cudaStream_t stream, const char** why);
+
+/// The boolean-masked forms (bool_masked_softmax_options: a mask, with lengths and causal), with
+/// their explanations.
+template <class T>
+cudaError_t bool_masked_forward(bool log, T const* x, std::int64_t x_stride, T* y,
+                                std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
+                                rowsoftmax::bool_masked_softmax_options const& options,
+                                cudaStream_t stream, const char** why);
+template <class T>
+cudaError_t bool_masked_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
+                                 std::int64_t y_stride, T* dx, std::int64_t dx_stride,
+                                 std::int64_t rows, std::int64_t cols,
+                                 rowsoftmax::bool_masked_softmax_options const& options,
+                                 cudaStream_t stream, const char** why);
 
 }  // namespace rowsoftmax_ext

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The definitions behind launch.cuh, written once; each launch_<type>.cu instantiates the plain
-// ones for its element type, each launch_fused_<type>.cu the fused ones and each
-// launch_masked_<type>.cu the masked ones (one translation unit per type and family, so they
-// compile in parallel).
+// ones for its element type, each launch_fused_<type>.cu the fused ones, each
+// launch_masked_<type>.cu the masked ones and each launch_bool_masked_<type>.cu the
+// boolean-masked ones (one translation unit per type and family, so they compile in parallel).
 #pragma once
 
 #include <rowsoftmax/rowsoftmax.cuh>
@@ -33,7 +33,8 @@ cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64
   return e;
 }
 
-/// The fused and masked forward (`Options`: softmax_options or masked_softmax_options).
+/// The fused and masked forward (`Options`: softmax_options, masked_softmax_options or
+/// bool_masked_softmax_options).
 template <class T, class Options>
 cudaError_t options_forward(bool log, T const* x, std::int64_t x_stride, T* y,
                             std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
@@ -97,6 +98,24 @@ cudaError_t masked_backward(bool log, T const* dy, std::int64_t dy_stride, T con
                           stream, why);
 }
 
+template <class T>
+cudaError_t bool_masked_forward(bool log, T const* x, std::int64_t x_stride, T* y,
+                                std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
+                                rowsoftmax::bool_masked_softmax_options const& options,
+                                cudaStream_t stream, const char** why) {
+  return options_forward(log, x, x_stride, y, y_stride, rows, cols, options, stream, why);
+}
+
+template <class T>
+cudaError_t bool_masked_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
+                                 std::int64_t y_stride, T* dx, std::int64_t dx_stride,
+                                 std::int64_t rows, std::int64_t cols,
+                                 rowsoftmax::bool_masked_softmax_options const& options,
+                                 cudaStream_t stream, const char** why) {
+  return options_backward(log, dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols, options,
+                          stream, why);
+}
+
 }  // namespace rowsoftmax_ext
 
 /// Explicit instantiations of forward and backward for element type T.
@@ -125,3 +144,12 @@ cudaError_t masked_backward(bool log, T const* dy, std::int64_t dy_stride, T con
   template cudaError_t rowsoftmax_ext::masked_backward<T>(                                  \
       bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t, \
       std::int64_t, rowsoftmax::masked_softmax_options const&, cudaStream_t, const char**)
+
+/// Explicit instantiations of bool_masked_forward and bool_masked_backward for element type T.
+#define ROWSOFTMAX_EXT_INSTANTIATE_BOOL_MASKED(T)                                           \
+  template cudaError_t rowsoftmax_ext::bool_masked_forward<T>(                              \
+      bool, T const*, std::int64_t, T*, std::int64_t, std::int64_t, std::int64_t,           \
+      rowsoftmax::bool_masked_softmax_options const&, cudaStream_t, const char**);          \
+  template cudaError_t rowsoftmax_ext::bool_masked_backward<T>(                             \
+      bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t, \
+      std::int64_t, rowsoftmax::bool_masked_softmax_options const&, cudaStream_t, const char**)

@@ -33,7 +33,8 @@ _ext = None
 # The extension's sources in csrc/ (setup.py builds the same list).
 _SOURCES = ("binding.cpp", "launch_float.cu", "launch_half.cu", "launch_bf16.cu",
            "launch_fused_float.cu", "launch_fused_half.cu", "launch_fused_bf16.cu",
-           "launch_masked_float.cu", "launch_masked_half.cu", "launch_masked_bf16.cu")
+           "launch_masked_float.cu", "launch_masked_half.cu", "launch_masked_bf16.cu",
+           "launch_bool_masked_float.cu", "launch_bool_masked_half.cu", "launch_bool_masked_bf16.cu")
 
 
 def _extension():
@@ -101,14 +102,16 @@ def softmax_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 @torch.library.custom_op(
     "rowsoftmax::fused_forward", mutates_args=(), device_types="cuda",
     schema="(Tensor x, float scale, Tensor? row_scale, bool log, bool zero_empty, "
-           "bool return_lse, Tensor? lengths, bool causal, int diagonal) -> (Tensor, Tensor)")
-def _fused_forward(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagonal):
+           "bool return_lse, Tensor? lengths, bool causal, int diagonal, Tensor? mask) "
+           "-> (Tensor, Tensor)")
+def _fused_forward(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagonal,
+                   mask):
     return _extension().fused_forward(x, scale, row_scale, log, zero_empty, return_lse, lengths,
-                                      causal, diagonal)
+                                      causal, diagonal, mask)
 
 
 @_fused_forward.register_fake
-def _(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagonal):
+def _(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagonal, mask):
     lse_shape = x.shape[:-1] if return_lse else (0,)
     return x.new_empty(x.shape), x.new_empty(lse_shape, dtype=torch.float32)
 
@@ -116,20 +119,21 @@ def _(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagona
 @torch.library.custom_op(
     "rowsoftmax::fused_backward", mutates_args=(), device_types="cuda",
     schema="(Tensor dy, Tensor y, float scale, Tensor? row_scale, bool log, Tensor? lengths, "
-           "bool causal, int diagonal) -> Tensor")
-def _fused_backward(dy, y, scale, row_scale, log, lengths, causal, diagonal):
-    return _extension().fused_backward(dy, y, scale, row_scale, log, lengths, causal, diagonal)
+           "bool causal, int diagonal, Tensor? mask) -> Tensor")
+def _fused_backward(dy, y, scale, row_scale, log, lengths, causal, diagonal, mask):
+    return _extension().fused_backward(dy, y, scale, row_scale, log, lengths, causal, diagonal,
+                                       mask)
 
 
 @_fused_backward.register_fake
-def _(dy, y, scale, row_scale, log, lengths, causal, diagonal):
+def _(dy, y, scale, row_scale, log, lengths, causal, diagonal, mask):
     return y.new_empty(y.shape)
 
 
 def _setup_context(ctx, inputs, output):
-    x, scale, row_scale, log, _, return_lse, lengths, causal, diagonal = inputs
+    x, scale, row_scale, log, _, return_lse, lengths, causal, diagonal, mask = inputs
     # x and lse only where the lse's gradient needs them (see _backward).
-    ctx.save_for_backward(output[0], row_scale, lengths, x if return_lse else None,
+    ctx.save_for_backward(output[0], row_scale, lengths, mask, x if return_lse else None,
                           output[1] if return_lse else None)
     ctx.scale, ctx.log, ctx.return_lse = scale, log, return_lse
     ctx.causal, ctx.diagonal = causal, diagonal
@@ -140,11 +144,11 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, dy, dlse):
     """The gradient with respect to x (row_scale and the other arguments get none)."""
-    y, row_scale, lengths, x, lse = ctx.saved_tensors
+    y, row_scale, lengths, mask, x, lse = ctx.saved_tensors
     dx = None
     if dy is not None:
         dx = _fused_backward(dy, y, ctx.scale, row_scale, ctx.log, lengths, ctx.causal,
-                             ctx.diagonal)
+                             ctx.diagonal, mask)
     if ctx.return_lse and dlse is not None:
         # d lse / dx = s * softmax(s * x), one elementwise pass outside the kernel, in float32.
         # softmax(s * x) = exp(s * x - lse) from x, not from y: a 16-bit log-softmax output
@@ -155,7 +159,7 @@ def _backward(ctx, dy, dlse):
         p = torch.where(y == (-math.inf if ctx.log else 0.0), 0.0, p)
         extra = p * (dlse.unsqueeze(-1) * s)
         dx = extra.to(y.dtype) if dx is None else (dx.float() + extra).to(y.dtype)
-    return dx, None, None, None, None, None, None, None, None
+    return dx, None, None, None, None, None, None, None, None, None
 
 
 _fused_forward.register_autograd(_backward, setup_context=_setup_context)
@@ -201,8 +205,25 @@ def _lengths(lengths, x: torch.Tensor) -> torch.Tensor:
     return lengths.detach().expand(x.shape[:-1])
 
 
+def _mask(mask, x: torch.Tensor) -> torch.Tensor:
+    """mask checked (bool, on x's device, broadcasting to x's shape) and broadcast to x.shape."""
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"rowsoftmax: mask must be a torch.Tensor, got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise TypeError(f"rowsoftmax: mask must be bool (True takes part), got {mask.dtype}")
+    if mask.device != x.device:
+        raise ValueError(f"rowsoftmax: mask must be on {x.device}, got {mask.device}")
+    fits = mask.dim() <= x.dim()
+    for a, b in zip(reversed(mask.shape), reversed(x.shape)):
+        fits = fits and (a == 1 or a == b)
+    if not fits:
+        raise ValueError(f"rowsoftmax: mask of shape {tuple(mask.shape)} does not broadcast to "
+                         f"x's shape {tuple(x.shape)}")
+    return mask.detach().expand(x.shape)
+
+
 def _fused(x, dim, scale, row_scale, empty, return_lse, log, lengths=None, causal=False,
-           diagonal=0):
+           diagonal=0, mask=None):
     _check(x, dim)
     if isinstance(scale, torch.Tensor):
         raise TypeError("rowsoftmax: scale must be a Python number (per-row tensors: row_scale)")
@@ -215,20 +236,22 @@ def _fused(x, dim, scale, row_scale, empty, return_lse, log, lengths=None, causa
         row_scale = _row_scale(row_scale, x)
     if lengths is not None:
         lengths = _lengths(lengths, x)
+    if mask is not None:
+        mask = _mask(mask, x)
     if not isinstance(causal, bool):
         raise TypeError(f"rowsoftmax: causal must be a bool, got {type(causal).__name__}")
     if isinstance(diagonal, bool) or not isinstance(diagonal, int):
         raise TypeError(f"rowsoftmax: diagonal must be an int, got {type(diagonal).__name__}")
     diagonal = max(min(diagonal, 2**62), -2**62)  # beyond any row's reach: the same mask
     y, lse = _fused_forward(x, scale, row_scale, log, _EMPTY[empty], bool(return_lse), lengths,
-                            causal, diagonal)
+                            causal, diagonal, mask)
     return (y, lse) if return_lse else y
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
             row_scale: Optional[torch.Tensor] = None, empty: str = "nan",
             return_lse: bool = False, lengths: Optional[torch.Tensor] = None,
-            causal: bool = False, diagonal: int = 0):
+            causal: bool = False, diagonal: int = 0, mask: Optional[torch.Tensor] = None):
     """softmax(s * x) over the last dimension, s = scale * row_scale[row], on CUDA
     float32/float16/bfloat16, with autograd. torch.softmax(x, dim) with the defaults.
 
@@ -244,7 +267,14 @@ def softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
     causal: row i keeps its columns j <= q + diagonal, q its index along x's second-to-last
       dimension (x of shape (..., queries, keys)); diagonal 0 aligns top-left (torch.tril),
       keys - queries bottom-right.
-    Masked columns are not read, written as 0 (log-softmax -inf), and get no gradient; a row
+    mask: optional bool tensor on x's device broadcasting to x's shape, True where the element
+      takes part (as torch.nn.functional.scaled_dot_product_attention's boolean attn_mask): an
+      attention mask (batch, heads, queries, keys) or any broadcast of it, such as a key-padding
+      mask (batch, 1, 1, keys); with lengths and causal, an element is kept where all keep it.
+      It gets no gradient. Read in place where its broadcast rows have one stride a batch, head
+      and query and its columns are contiguous, else copied contiguous first.
+    Masked columns' values are not used (those lengths and causal remove are not read); they are
+    written as 0 (log-softmax -inf) and get no gradient; a row
     with no column kept is empty (see `empty`). log_softmax's gradient sums dy over the kept
     columns only (the same as through x.masked_fill(~keep, -inf) where dy is 0 in the others).
 
@@ -254,14 +284,14 @@ def softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
     other dtypes, other dims and bad options.
     """
     return _fused(x, dim, scale, row_scale, empty, return_lse, log=False, lengths=lengths,
-                  causal=causal, diagonal=diagonal)
+                  causal=causal, diagonal=diagonal, mask=mask)
 
 
 def log_softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
                 row_scale: Optional[torch.Tensor] = None, empty: str = "nan",
                 return_lse: bool = False, lengths: Optional[torch.Tensor] = None,
-                causal: bool = False, diagonal: int = 0):
+                causal: bool = False, diagonal: int = 0, mask: Optional[torch.Tensor] = None):
     """log_softmax(s * x) over the last dimension, as softmax (the same options); empty="zero"
     gives -inf for a row of only -inf. torch.log_softmax(x, dim) with the defaults."""
     return _fused(x, dim, scale, row_scale, empty, return_lse, log=True, lengths=lengths,
-                  causal=causal, diagonal=diagonal)
+                  causal=causal, diagonal=diagonal, mask=mask)
