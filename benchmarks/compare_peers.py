@@ -385,17 +385,21 @@ def plot(results, out_dir, meta):
 def fused_cases():
     """(label, shape, dtype, case) for the fused comparison: attention scores (batch, heads,
     queries, keys), 16-bit, scaled, causal or key-padded; vocabulary rows, bf16 and fp32,
-    log-softmax or a temperature a row."""
-    out = []
+    log-softmax or a temperature a row. The two families alternate, so that a run cut short by
+    its time budget still has some of each."""
+    attn, vocab = [], []
     for b, h, q in ((8, 12, 512), (2, 32, 2048), (1, 32, 4096)):
         for dtype in (torch.bfloat16, torch.float16):
             for case in ("scaled", "causal", "padded", "mask"):
-                out.append((f"attn {b}x{h}x{q}x{q} {case}", (b, h, q, q), dtype, case))
+                attn.append((f"attn {b}x{h}x{q}x{q} {case}", (b, h, q, q), dtype, case))
     for cols in (128256, 151936, 256000):
         rows = max(1, 2 ** 27 // cols)
         for dtype in (torch.bfloat16, torch.float32):
             for case in ("log", "temperature"):
-                out.append((f"vocab {rows}x{cols} {case}", (rows, cols), dtype, case))
+                vocab.append((f"vocab {rows}x{cols} {case}", (rows, cols), dtype, case))
+    out = []
+    for i in range(max(len(attn), 2 * len(vocab))):
+        out += attn[i:i + 1] + vocab[i // 2:i // 2 + 1] * (i % 2 == 0)
     return out
 
 

@@ -395,7 +395,10 @@ def section_fused_peers(out, results):
     for r in rows:
         points.setdefault((r["shape"], r["dtype"]), {})[r["impl"]] = r
     table = []
-    for (shape, dtype), got in points.items():
+    # Attention rows first, then vocabulary rows (the run alternates them).
+    order = sorted(points, key=lambda k: (not k[0].startswith("attn"), list(points).index(k)))
+    for shape, dtype in order:
+        got = points[(shape, dtype)]
         mine = got.get("rowsoftmax")
         if not mine:
             continue
@@ -407,12 +410,14 @@ def section_fused_peers(out, results):
     info = ", ".join(f"{k} {meta[k]}" for k in ("device", "date", "commit", "torch") if k in meta)
     out.append("## Fused calls against the torch expressions they replace\n")
     out.append(f"`benchmarks/compare_peers.py --fused` ({info}): rowsoftmax's fused call (a "
-               "scale, causal or key-padding masks on attention scores; log-softmax or a "
+               "scale, causal, key-padding or boolean attention masks on attention scores; "
+               "log-softmax or a "
                "temperature a row on vocabulary rows) against the torch expression a user runs "
                "instead (`softmax(x * s)`, `softmax((x * s).masked_fill(~keep, -inf))`, "
                "`log_softmax(x)`, `softmax(x / t[:, None])`), eager and under torch.compile, "
                "forward, calls back to back. Cells: rowsoftmax's % of copy over 2 x rows x cols x "
-               "size, its time a call, and its speed over each. Errors against float64 and the "
+               "size (plus a boolean mask's bytes, once), its time a call, and its speed over "
+               "each. Errors against float64 and the "
                "plot: `benchmarks/results/compare_fused.json`, `compare_fused.png`.\n")
     out.append(md_table(["shape", "dtype", "% copy", "us", "vs eager", "vs torch.compile"], table,
                         ["---", "---", "---:", "---:", "---:", "---:"]) + "\n")
