@@ -5,7 +5,7 @@
 
 // The plain ops' kernels come from the one instantiating unit (see benchmarks/CMakeLists.txt),
 // forced plans included: the per-type units compile only their fused kernels.
-#include <rowsoftmax/extern.cuh>
+#include <rowsoftmax/extern_fused.cuh>
 
 #include <benchmark/benchmark.h>
 

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <rowsoftmax/extern_fused.cuh>
+
 #include "gpu_harness.cuh"
 
 namespace rowsoftmax::test {

@@ -22,18 +22,10 @@
 // "no CUDA device: GPU fuzz skipped" and exits 0 (`--list-reachable` then sweeps the default
 // device_limits, those of the H200, and so does `--dry-run`).
 //
-// Compile once: this unit compiles no kernel. extern.cuh declares the plain launchers and plan
-// queries, and the fused launchers called here are declared below; warnings_tu.cu and
-// warnings_fused_tu.cu (the rowsoftmax_warnings and rowsoftmax_warnings_fused object libraries,
-// linked in) instantiate them.
-#include <rowsoftmax/extern.cuh>
-
-extern template cudaError_t rowsoftmax::log_softmax_forward<__nv_bfloat16>(
-    __nv_bfloat16 const*, std::int64_t, __nv_bfloat16*, std::int64_t, std::int64_t, std::int64_t,
-    rowsoftmax::softmax_options const&, cudaStream_t) noexcept;
-extern template cudaError_t rowsoftmax::log_softmax_forward<__nv_bfloat16>(
-    __nv_bfloat16 const*, std::int64_t, __nv_bfloat16*, std::int64_t, std::int64_t, std::int64_t,
-    rowsoftmax::masked_softmax_options const&, cudaStream_t) noexcept;
+// Compile once: this unit compiles no kernel. extern_fused.cuh declares the launchers and the
+// fused ops' kernels; rowsoftmax_warnings (warnings_tu.cu) and rowsoftmax_fused_instances, linked
+// in, define them.
+#include <rowsoftmax/extern_fused.cuh>
 
 #include <algorithm>
 #include <atomic>

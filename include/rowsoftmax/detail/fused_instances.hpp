@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// The functions through which the fused launchers reach the fused ops' kernels, written once for
+// extern_fused.cuh (declarations) and instantiate_fused.cuh (definitions).
+#pragma once
+
+/// Expands to `KIND` (`extern template` or `template`) followed by the two functions of op `...`
+/// (a fused op type, commas and all) that compile its kernels: detail::plan_fits and
+/// detail::launch, through which every fused launcher, plan query and explanation of it goes
+/// (and detail::run, the forced plans of the project's tests). No trailing `;`.
+#define ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(KIND, ...)                                     \
+  KIND cudaError_t rowsoftmax::detail::plan_fits<__VA_ARGS__>(rowsoftmax::plan const&, int, \
+                                                              bool*);                       \
+  KIND cudaError_t rowsoftmax::detail::launch<__VA_ARGS__>(                                 \
+      rowsoftmax::plan const&, __VA_ARGS__::args const&, void*, cudaStream_t)
+
+/// The four fused ops of element type T and one options family (MASKED, KEEP: false, false for
+/// softmax_options; true, false for masked_softmax_options; true, true for
+/// bool_masked_softmax_options): softmax and log-softmax, forward and backward. No trailing `;`.
+#define ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, MASKED, KEEP)            \
+  ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(                                     \
+      KIND, rowsoftmax::detail::fused_forward_op<T, false, MASKED, KEEP>);  \
+  ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(                                     \
+      KIND, rowsoftmax::detail::fused_forward_op<T, true, MASKED, KEEP>);   \
+  ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(                                     \
+      KIND, rowsoftmax::detail::fused_backward_op<T, false, MASKED, KEEP>); \
+  ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(                                     \
+      KIND, rowsoftmax::detail::fused_backward_op<T, true, MASKED, KEEP>)
+
+/// Every fused op of element type T (the three options families).
+#define ROWSOFTMAX_DETAIL_FUSED_INSTANCES_ALL(KIND, T)      \
+  ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, false, false); \
+  ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, true, false);  \
+  ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, true, true)
