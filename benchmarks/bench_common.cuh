@@ -365,6 +365,31 @@ void fused_benchmark(benchmark::State& state, std::string const& name, direction
   report<T>(state, r, dir, pl, log ? " [log]" : " [scaled]", rows, cols, bytes, us, b2b_us);
 }
 
+/// Plans, times and reports one masked softmax call (options `o`, planned), forward or backward
+/// of rows x cols, `bytes` the bytes it moves, `tag` its variant in the report.
+template <class T, class Options>
+void time_masked(benchmark::State& state, std::string const& name, direction dir, Options const& o,
+                 std::int64_t rows, std::int64_t cols, double bytes, const char* tag) {
+  pool& p = pool::get();
+  T* a = p.as<T>(0);
+  T* b = p.as<T>(1);
+  T* c = p.as<T>(2);
+  plan pl;
+  if (dir == direction::forward) {
+    check(fused_forward_plan<T>(a, cols, b, cols, rows, cols, o, false, &pl), "plan");
+  } else {
+    check(fused_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, o, false, &pl), "plan");
+  }
+  const auto launch = [&]() -> cudaError_t {
+    if (dir == direction::forward) return softmax_forward<T>(a, cols, b, cols, rows, cols, o);
+    return softmax_backward<T>(a, cols, b, cols, c, cols, rows, cols, o);
+  };
+  const double us = time_launches(state, launch);
+  result& r = results()[name];
+  const double b2b_us = us <= 0 ? 0.0 : r.b2b_us > 0 ? r.b2b_us : time_back_to_back(launch, us);
+  report<T>(state, r, dir, pl, tag, rows, cols, bytes, us, b2b_us);
+}
+
 /// A masked benchmark's masks: `causal`, square score matrices (queries = cols, top-left:
 /// query q keeps q + 1 columns, half the row on average); `lengths`, a length a row, spread
 /// over [1, cols] (half on average).
@@ -376,10 +401,6 @@ enum class mask_variant { causal, lengths };
 template <class T>
 void masked_benchmark(benchmark::State& state, std::string const& name, direction dir,
                       mask_variant variant, std::int64_t rows, std::int64_t cols) {
-  pool& p = pool::get();
-  T* a = p.as<T>(0);
-  T* b = p.as<T>(1);
-  T* c = p.as<T>(2);
   masked_softmax_options o;
   o.scale = 0.125f;
   std::vector<int> lengths;
@@ -402,26 +423,13 @@ void masked_benchmark(benchmark::State& state, std::string const& name, directio
           "lengths");
     o.lengths = len;
   }
-  plan pl;
-  if (dir == direction::forward) {
-    check(fused_forward_plan<T>(a, cols, b, cols, rows, cols, o, false, &pl), "plan");
-  } else {
-    check(fused_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, o, false, &pl), "plan");
-  }
-  const auto launch = [&]() -> cudaError_t {
-    if (dir == direction::forward) return softmax_forward<T>(a, cols, b, cols, rows, cols, o);
-    return softmax_backward<T>(a, cols, b, cols, c, cols, rows, cols, o);
-  };
-  const double us = time_launches(state, launch);
-  result& r = results()[name];
-  const double b2b_us = us <= 0 ? 0.0 : r.b2b_us > 0 ? r.b2b_us : time_back_to_back(launch, us);
-  if (len) check(cudaFree(len), "lengths");
   const double bytes = (static_cast<double>(dir == direction::forward ? 1 : 2) * kept +
                         static_cast<double>(rows) * static_cast<double>(cols)) *
                            sizeof(T) +
                        4.0 * static_cast<double>(lengths.size());
-  report<T>(state, r, dir, pl, variant == mask_variant::causal ? " [causal]" : " [lengths]", rows,
-            cols, bytes, us, b2b_us);
+  time_masked<T>(state, name, dir, o, rows, cols, bytes,
+                 variant == mask_variant::causal ? " [causal]" : " [lengths]");
+  if (len) check(cudaFree(len), "lengths");
 }
 
 /// One boolean-masked softmax benchmark (bool_masked_softmax_options, scale 1/8), planned,
@@ -431,10 +439,6 @@ void masked_benchmark(benchmark::State& state, std::string const& name, directio
 template <class T>
 void bool_mask_benchmark(benchmark::State& state, std::string const& name, direction dir,
                          std::int64_t rows, std::int64_t cols) {
-  pool& p = pool::get();
-  T* a = p.as<T>(0);
-  T* b = p.as<T>(1);
-  T* c = p.as<T>(2);
   bool_masked_softmax_options o;
   o.scale = 0.125f;
   o.heads = 8;
@@ -447,24 +451,11 @@ void bool_mask_benchmark(benchmark::State& state, std::string const& name, direc
   check(cudaMemcpy(keep, mask.data(), mask.size(), cudaMemcpyHostToDevice), "mask");
   o.keep = reinterpret_cast<bool const*>(keep);
   o.keep_strides = {cols * cols, 0, cols};
-  plan pl;
-  if (dir == direction::forward) {
-    check(fused_forward_plan<T>(a, cols, b, cols, rows, cols, o, false, &pl), "plan");
-  } else {
-    check(fused_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, o, false, &pl), "plan");
-  }
-  const auto launch = [&]() -> cudaError_t {
-    if (dir == direction::forward) return softmax_forward<T>(a, cols, b, cols, rows, cols, o);
-    return softmax_backward<T>(a, cols, b, cols, c, cols, rows, cols, o);
-  };
-  const double us = time_launches(state, launch);
-  result& r = results()[name];
-  const double b2b_us = us <= 0 ? 0.0 : r.b2b_us > 0 ? r.b2b_us : time_back_to_back(launch, us);
-  check(cudaFree(keep), "mask");
   const double bytes = static_cast<double>(dir == direction::forward ? 2 : 3) *
                            static_cast<double>(rows) * static_cast<double>(cols) * sizeof(T) +
                        static_cast<double>(mask.size());
-  report<T>(state, r, dir, pl, " [boolmask]", rows, cols, bytes, us, b2b_us);
+  time_masked<T>(state, name, dir, o, rows, cols, bytes, " [boolmask]");
+  check(cudaFree(keep), "mask");
 }
 
 /// Registers the sweeps for one element type (defined in bench_<type>.cu).

@@ -56,6 +56,22 @@ inline std::uint64_t broadcast_span(broadcast_strides const& st, std::int64_t ro
   return (end + 1) * elem_size;
 }
 
+/// Whether `span` bytes at `p` (a mask the kernels read) meet what the call writes: an output
+/// tensor, or forward's row_lse (rows > 0).
+template <std::size_t N>
+bool meets_writes(void const* p, std::uint64_t span, softmax_options const& o, direction dir,
+                  tensor_arg const (&t)[N], std::size_t elem_size, std::int64_t rows,
+                  std::int64_t cols) noexcept {
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  for (std::size_t i = 0; i < N; ++i)
+    if (t[i].output && ranges_meet(at, span, reinterpret_cast<std::uintptr_t>(t[i].ptr),
+                                   tensor_bytes(t[i], elem_size, rows, cols)))
+      return true;
+  return dir == direction::forward && o.row_lse != nullptr &&
+         ranges_meet(at, span, reinterpret_cast<std::uintptr_t>(o.row_lse),
+                     static_cast<std::uint64_t>(rows) * sizeof(float));
+}
+
 /// The rules of masked_softmax_options beyond softmax_options' (check_options).
 template <std::size_t N>
 option_rule check_masks(masked_softmax_options const& o, direction dir, tensor_arg const (&t)[N],
@@ -73,19 +89,9 @@ option_rule check_masks(masked_softmax_options const& o, direction dir, tensor_a
   const std::uint64_t span =
       broadcast_span(o.lengths_strides, rows, o.heads, o.queries, sizeof(int));
   if (span == 0) return option_rule::lengths_too_large;
-  const auto at = reinterpret_cast<std::uintptr_t>(o.lengths);
-  for (std::size_t i = 0; i < N; ++i)
-    if (t[i].output && ranges_meet(at, span, reinterpret_cast<std::uintptr_t>(t[i].ptr),
-                                   (static_cast<std::uint64_t>(rows - 1) *
-                                        static_cast<std::uint64_t>(t[i].stride) +
-                                    static_cast<std::uint64_t>(cols)) *
-                                       elem_size))
-      return option_rule::lengths_overlaps;
-  if (dir == direction::forward && o.row_lse != nullptr &&
-      ranges_meet(at, span, reinterpret_cast<std::uintptr_t>(o.row_lse),
-                  static_cast<std::uint64_t>(rows) * sizeof(float)))
-    return option_rule::lengths_overlaps;
-  return option_rule::ok;
+  return meets_writes(o.lengths, span, o, dir, t, elem_size, rows, cols)
+             ? option_rule::lengths_overlaps
+             : option_rule::ok;
 }
 
 /// Checks a fused call's options (after its tensors pass check_args); never touches the device.
@@ -104,11 +110,9 @@ option_rule check_options(softmax_options const& o, direction dir, tensor_arg co
   if (rows == 0) return option_rule::ok;
   const std::uint64_t row_floats = static_cast<std::uint64_t>(rows) * sizeof(float);
   const auto meets = [&](void const* p, tensor_arg const& x) {
-    return ranges_meet(
-        reinterpret_cast<std::uintptr_t>(p), row_floats, reinterpret_cast<std::uintptr_t>(x.ptr),
-        (static_cast<std::uint64_t>(rows - 1) * static_cast<std::uint64_t>(x.stride) +
-         static_cast<std::uint64_t>(cols)) *
-            elem_size);
+    return ranges_meet(reinterpret_cast<std::uintptr_t>(p), row_floats,
+                       reinterpret_cast<std::uintptr_t>(x.ptr),
+                       tensor_bytes(x, elem_size, rows, cols));
   };
   for (std::size_t i = 0; i < N; ++i) {
     if (o.row_scale != nullptr && t[i].output && meets(o.row_scale, t[i]))
@@ -137,19 +141,8 @@ option_rule check_keep(bool_masked_softmax_options const& o, direction dir,
   if (starts == 0 || starts > UINT64_MAX / 4 - static_cast<std::uint64_t>(cols))
     return option_rule::keep_too_large;
   const std::uint64_t span = starts - 1 + static_cast<std::uint64_t>(cols);
-  const auto at = reinterpret_cast<std::uintptr_t>(o.keep);
-  for (std::size_t i = 0; i < N; ++i)
-    if (t[i].output && ranges_meet(at, span, reinterpret_cast<std::uintptr_t>(t[i].ptr),
-                                   (static_cast<std::uint64_t>(rows - 1) *
-                                        static_cast<std::uint64_t>(t[i].stride) +
-                                    static_cast<std::uint64_t>(cols)) *
-                                       elem_size))
-      return option_rule::keep_overlaps;
-  if (dir == direction::forward && o.row_lse != nullptr &&
-      ranges_meet(at, span, reinterpret_cast<std::uintptr_t>(o.row_lse),
-                  static_cast<std::uint64_t>(rows) * sizeof(float)))
-    return option_rule::keep_overlaps;
-  return option_rule::ok;
+  return meets_writes(o.keep, span, o, dir, t, elem_size, rows, cols) ? option_rule::keep_overlaps
+                                                                      : option_rule::ok;
 }
 
 /// check_options (and, masked, check_masks; with a boolean mask, check_keep) for a call

@@ -72,6 +72,15 @@ inline bool strided_rows_meet(std::uintptr_t a, std::uintptr_t b, std::int64_t r
   return d - m * step < row_bytes || (m + 1) * step - d < row_bytes;
 }
 
+/// The bytes from tensor `x`'s first element to its last (rows > 0): `rows` rows of `cols`
+/// elements, `x.stride` apart.
+inline std::uint64_t tensor_bytes(tensor_arg const& x, std::size_t elem_size, std::int64_t rows,
+                                  std::int64_t cols) noexcept {
+  return (static_cast<std::uint64_t>(rows - 1) * static_cast<std::uint64_t>(x.stride) +
+          static_cast<std::uint64_t>(cols)) *
+         elem_size;
+}
+
 /// Whether tensors `x` and `y` of the call share a byte: exactly where their strides are equal
 /// (interleaved rows that share nothing pass), conservatively where they differ (the address
 /// ranges from the first row's start to the last row's end).
@@ -82,12 +91,8 @@ inline bool tensors_meet(tensor_arg const& x, tensor_arg const& y, std::size_t e
   const std::uint64_t e = elem_size, row_bytes = static_cast<std::uint64_t>(cols) * e;
   if (x.stride == y.stride && rows > 1)
     return strided_rows_meet(a, b, rows, row_bytes, static_cast<std::uint64_t>(x.stride) * e);
-  const auto extent = [&](std::int64_t stride) {
-    return (static_cast<std::uint64_t>(rows - 1) * static_cast<std::uint64_t>(stride) +
-            static_cast<std::uint64_t>(cols)) *
-           e;
-  };
-  return ranges_meet(a, extent(x.stride), b, extent(y.stride));
+  return ranges_meet(a, tensor_bytes(x, elem_size, rows, cols), b,
+                     tensor_bytes(y, elem_size, rows, cols));
 }
 
 /// Checks a call's arguments; never touches the device. Rules: rows, cols >= 0; rows == 0 is a
