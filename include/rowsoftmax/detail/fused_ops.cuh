@@ -154,16 +154,21 @@ __device__ inline bool keeps_lane(std::uint64_t bytes, int l) {
   return ((bytes >> (8 * l)) & 0xffu) != 0;
 }
 
-/// `fill` in the elements of window `v` (at element `e0` of its row) whose mask byte is 0, of
-/// those before `end` (the row's kept end: the others are left as they are, their bytes unread).
+/// The mask bytes of window `e0` of a row (keep_bytes) for its lanes before `end` (the row's kept
+/// end: the others read as kept, their bytes unread); all kept where there is no mask.
+template <int V>
+__device__ inline std::uint64_t window_keep(unsigned char const* keep, std::int64_t e0,
+                                            std::int64_t end) {
+  const lanes in = lanes_in_row<V>(e0, end);
+  if (keep == nullptr || in.lo >= in.hi) return ~std::uint64_t{0};
+  return keep_bytes<V>(keep, e0, in);
+}
+
+/// `fill` in the elements of window `v` whose mask byte (of `bytes`, window_keep) is 0.
 template <class T, int V>
-__device__ inline void keep_window(unsigned char const* keep, std::int64_t e0, std::int64_t end,
-                                   T fill, vec_t<T, V>& v) {
+__device__ inline void apply_keep(std::uint64_t bytes, T fill, vec_t<T, V>& v) {
   using vec = vec_t<T, V>;
   using word = typename vec::word;
-  const lanes in = lanes_in_row<V>(e0, end);
-  if (keep == nullptr || in.lo >= in.hi) return;
-  const std::uint64_t bytes = keep_bytes<V>(keep, e0, in);
   const word f = vec::fill_word(fill);
 #pragma unroll
   for (int i = 0; i < vec::words; ++i) {
@@ -177,12 +182,32 @@ __device__ inline void keep_window(unsigned char const* keep, std::int64_t e0, s
   }
 }
 
-/// keep_window over a thread's N windows of a row (load_windows' geometry, `Hint` as there).
-template <class Hint, class T, int V, int N>
-__device__ inline void keep_windows(unsigned char const* keep, row_window const& w,
-                                    std::int64_t end, T fill, vec_t<T, V> (&v)[N]) {
+/// `fill` in the elements of window `v` (at element `e0` of its row) whose mask byte is 0, of
+/// those before `end` (the row's kept end: the others are left as they are, their bytes unread).
+template <class T, int V>
+__device__ inline void keep_window(unsigned char const* keep, std::int64_t e0, std::int64_t end,
+                                   T fill, vec_t<T, V>& v) {
+  const lanes in = lanes_in_row<V>(e0, end);
+  if (keep == nullptr || in.lo >= in.hi) return;
+  apply_keep(keep_bytes<V>(keep, e0, in), fill, v);
+}
+
+/// A thread's mask bytes of its N windows of a row (window_keep; load_windows' geometry, `Hint`
+/// as there). The ops read them before the first instruction that uses a loaded value (a ragged
+/// window's, fill_past's): after it, that instruction holds the warp's mask loads back by a
+/// memory latency.
+template <class Hint, int V, int N>
+__device__ inline void fetch_keep(unsigned char const* keep, row_window const& w, std::int64_t end,
+                                  std::uint64_t (&bytes)[N]) {
 #pragma unroll
-  for (int k = 0; k < N; ++k) keep_window(keep, first_element<V, Hint>(w, k), end, fill, v[k]);
+  for (int k = 0; k < N; ++k) bytes[k] = window_keep<V>(keep, first_element<V, Hint>(w, k), end);
+}
+
+/// apply_keep over a thread's N windows.
+template <class T, int V, int N>
+__device__ inline void apply_keeps(std::uint64_t const (&bytes)[N], T fill, vec_t<T, V> (&v)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) apply_keep(bytes[k], fill, v[k]);
 }
 
 /// What a fused op's `loaded` returns: a narrowed copy of the window where Masked, else the
@@ -401,14 +426,16 @@ struct fused_forward_op {
   __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
                                 Hint hint = {}) {
     const T fill = from_float<T>(neg_inf);
+    [[maybe_unused]] std::uint64_t kb[Keep ? N : 1];  // Keep: the windows' mask bytes
+    if constexpr (Keep) fetch_keep<Hint, V>(keep_row_of(a, w), w, loaded(a, w).cols, kb);
     if constexpr (Masked && std::is_same_v<Hint, in_tile>) {
       finish_windows(a.x + w.row * a.x_stride, loaded(a, w), fill, f.v, hint);
-      if constexpr (Keep) keep_windows<Hint>(keep_row_of(a, w), w, loaded(a, w).cols, fill, f.v);
+      if constexpr (Keep) apply_keeps(kb, fill, f.v);
     } else if constexpr (Masked) {
       const std::int64_t end = loaded(a, w).cols;
       finish_windows(a.x + w.row * a.x_stride, w, fill, f.v, hint, read_limit{end});
       fill_past<Hint>(w, end, fill, f.v);
-      if constexpr (Keep) keep_windows<Hint>(keep_row_of(a, w), w, end, fill, f.v);
+      if constexpr (Keep) apply_keeps(kb, fill, f.v);
     } else {
       finish_windows(a.x + w.row * a.x_stride, w, fill, f.v, hint);
     }
@@ -679,9 +706,11 @@ struct fused_backward_op {
   template <int V, int N, class Hint = no_hint>
   __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
                                 Hint hint = {}) {
+    [[maybe_unused]] std::uint64_t kb[Keep ? N : 1];  // Keep: the windows' mask bytes
+    if constexpr (Keep) fetch_keep<Hint, V>(keep_row_of(a, w), w, loaded(a, w).cols, kb);
     if constexpr (Masked && std::is_same_v<Hint, in_tile>) {
       plain::finish(tensors(a), loaded(a, w), f, hint);
-      if constexpr (Keep) keep_both<Hint>(a, w, loaded(a, w).cols, f);
+      if constexpr (Keep) keep_both(kb, f);
     } else if constexpr (Masked) {
       const T zero = from_float<T>(0.0f);
       const std::int64_t end = loaded(a, w).cols;
@@ -690,18 +719,16 @@ struct fused_backward_op {
                      read_limit{end});
       fill_past<Hint>(w, end, zero, f.dy);
       fill_past<Hint>(w, end, zero, f.y);
-      if constexpr (Keep) keep_both<Hint>(a, w, end, f);
+      if constexpr (Keep) keep_both(kb, f);
     } else {
       plain::finish(tensors(a), w, f, hint);
     }
   }
-  /// Keep: 0 in dy and y where the boolean mask masks the element (of those before `end`).
-  template <class Hint, int V, int N>
-  __device__ static void keep_both(args const& a, row_window const& w, std::int64_t end,
-                                   fragment<V, N>& f) {
-    unsigned char const* keep = keep_row_of(a, w);
-    keep_windows<Hint>(keep, w, end, from_float<T>(0.0f), f.dy);
-    keep_windows<Hint>(keep, w, end, from_float<T>(0.0f), f.y);
+  /// Keep: 0 in dy and y where the boolean mask masks the element (`kb`: fetch_keep's bytes).
+  template <int V, int N>
+  __device__ static void keep_both(std::uint64_t const (&kb)[N], fragment<V, N>& f) {
+    apply_keeps(kb, from_float<T>(0.0f), f.dy);
+    apply_keeps(kb, from_float<T>(0.0f), f.y);
   }
   template <int V, int N, class Hint = no_hint>
   __device__ static void load(args const& a, row_window const& w, fragment<V, N>& f,
@@ -730,17 +757,19 @@ struct fused_backward_op {
   template <int V, int N, class Hint = no_hint>
   __device__ static void load_other_half(args const& a, row_window const& w, fragment<V, N>& f,
                                          Hint hint = {}) {
+    [[maybe_unused]] std::uint64_t kb[Keep ? N : 1];  // Keep: the windows' mask bytes
     if constexpr (Masked && std::is_same_v<Hint, in_tile>) {
+      if constexpr (Keep) fetch_keep<Hint, V>(keep_row_of(a, w), w, loaded(a, w).cols, kb);
       plain::load_other_half(tensors(a), loaded(a, w), f, hint);
-      if constexpr (Keep)
-        keep_windows<Hint>(keep_row_of(a, w), w, loaded(a, w).cols, from_float<T>(0.0f), f.y);
+      if constexpr (Keep) apply_keeps(kb, from_float<T>(0.0f), f.y);
     } else if constexpr (Masked) {
       const T zero = from_float<T>(0.0f);
       const std::int64_t end = loaded(a, w).cols;
       load_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint, read_limit{end});
+      if constexpr (Keep) fetch_keep<Hint, V>(keep_row_of(a, w), w, end, kb);
       finish_windows(a.y + w.row * a.y_stride, w, zero, f.y, hint, read_limit{end});
       fill_past<Hint>(w, end, zero, f.y);
-      if constexpr (Keep) keep_windows<Hint>(keep_row_of(a, w), w, end, zero, f.y);
+      if constexpr (Keep) apply_keeps(kb, zero, f.y);
     } else {
       plain::load_other_half(tensors(a), w, f, hint);
     }
@@ -767,8 +796,10 @@ struct fused_backward_op {
     const float s = row_scale_of(a.p, a.row_base + w.row);
     std::int64_t kept = 0;  // Masked: the row's kept end
     if constexpr (Masked) kept = loaded(a, w).cols;
-    [[maybe_unused]] unsigned char const* keep = nullptr;  // Keep: the row's mask bytes
-    if constexpr (Keep) keep = keep_row_of(a, w);
+    // Keep: the windows' mask bytes read again, all before any is used (the fragment's may be
+    // another window's: the streaming and split tiers restore a stashed window's dy and y only).
+    [[maybe_unused]] std::uint64_t bytes[Keep ? N : 1];
+    if constexpr (Keep) fetch_keep<Hint, V>(keep_row_of(a, w), w, kept, bytes);
     vec_t<T, V> out[N];
 #pragma unroll
     for (int k = 0; k < N; ++k) {
@@ -779,12 +810,6 @@ struct fused_backward_op {
       if constexpr (Masked) {
         const std::int64_t left = kept - first_element<V, Hint>(w, k);
         room = left >= V ? V : left <= 0 ? 0 : static_cast<int>(left);
-      }
-      std::uint64_t bytes = ~std::uint64_t{0};  // Keep: the window's mask bytes (keep_bytes)
-      if constexpr (Keep) {
-        const std::int64_t e0 = first_element<V, Hint>(w, k);
-        const lanes in = lanes_in_row<V>(e0, kept);
-        if (keep != nullptr && in.lo < in.hi) bytes = keep_bytes<V>(keep, e0, in);
       }
       float dx[V];
 #pragma unroll
@@ -798,7 +823,7 @@ struct fused_backward_op {
         // compared in 32 bits a lane (64-bit element indices spilled the fp32 split and
         // streaming kernels 196-776 bytes, none so).
         if constexpr (Masked) dx[l] = l < room ? dx[l] : 0.0f;
-        if constexpr (Keep) dx[l] = keeps_lane(bytes, l) ? dx[l] : 0.0f;
+        if constexpr (Keep) dx[l] = keeps_lane(bytes[k], l) ? dx[l] : 0.0f;
       }
       out[k] = vec_t<T, V>::round(dx);
     }
