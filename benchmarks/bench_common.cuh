@@ -433,24 +433,29 @@ void masked_benchmark(benchmark::State& state, std::string const& name, directio
 }
 
 /// One boolean-masked softmax benchmark (bool_masked_softmax_options, scale 1/8), planned,
-/// forward or backward, on attention scores: rows of 8 heads of `cols` queries each, one mask of
-/// (batch, queries, cols) broadcast over the heads, a tenth of its bytes 0. The bytes count what
-/// moves: every element read (backward: of dy and y) and written, the mask once.
+/// forward or backward. Up to 4096 columns, attention scores: rows of 8 heads of `cols` queries
+/// each, one mask of (batch, queries, cols) broadcast over the heads; longer rows, vocabulary
+/// rows: one mask row shared by every row (allowed tokens). A tenth of the mask's bytes 0. The
+/// bytes count what moves: every element read (backward: of dy and y) and written, the mask
+/// once.
 template <class T>
 void bool_mask_benchmark(benchmark::State& state, std::string const& name, direction dir,
                          std::int64_t rows, std::int64_t cols) {
   bool_masked_softmax_options o;
   o.scale = 0.125f;
-  o.heads = 8;
-  o.queries = cols;
-  const std::int64_t batches = rows / (o.heads * o.queries);
-  std::vector<unsigned char> mask(static_cast<std::size_t>(batches * cols * cols));
+  const bool scores = cols <= 4096;
+  if (scores) {
+    o.heads = 8;
+    o.queries = cols;
+  }
+  const std::int64_t batches = scores ? rows / (o.heads * o.queries) : 1;
+  std::vector<unsigned char> mask(static_cast<std::size_t>(batches * (scores ? cols : 1) * cols));
   for (std::size_t i = 0; i < mask.size(); ++i) mask[i] = (i * 2654435761u) % 10 == 0 ? 0 : 1;
   unsigned char* keep = nullptr;
   check(cudaMalloc(&keep, mask.size()), "mask");
   check(cudaMemcpy(keep, mask.data(), mask.size(), cudaMemcpyHostToDevice), "mask");
   o.keep = reinterpret_cast<bool const*>(keep);
-  o.keep_strides = {cols * cols, 0, cols};
+  o.keep_strides = scores ? broadcast_strides{cols * cols, 0, cols} : broadcast_strides{0, 0, 0};
   const double bytes = static_cast<double>(dir == direction::forward ? 2 : 3) *
                            static_cast<double>(rows) * static_cast<double>(cols) * sizeof(T) +
                        static_cast<double>(mask.size());
@@ -717,9 +722,9 @@ void register_type() {
         });
       }
   // The boolean mask: "fused/boolmask/<dir>/<dtype>/cols:N", rows * cols = 2^27 (attention
-  // scores of 8 heads of N queries).
+  // scores of 8 heads of N queries; vocabulary rows past 4096 columns, one mask row for all).
   for (direction dir : {direction::forward, direction::backward})
-    for (std::int64_t cols : {512, 2048, 4096}) {
+    for (std::int64_t cols : {512, 2048, 4096, 32768, 131072, 1048576}) {
       const std::int64_t rows = sweep_elems / cols;
       const std::string name = std::string("fused/boolmask/") +
                                (dir == direction::forward ? "forward/" : "backward/") +

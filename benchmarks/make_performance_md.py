@@ -45,8 +45,9 @@ VARIANTS = OrderedDict([
     ("scaled", "softmax, a scale, per-row scales and the row log-sum-exp written"),
     ("causal", "softmax, causal (square score matrices: half of each row kept on average)"),
     ("lengths", "softmax, a length a row (half of each row kept on average)"),
-    ("boolmask", "softmax, a boolean mask of (batch, queries, keys) broadcast over 8 heads, a "
-                 "tenth of it 0 (its bytes counted once)"),
+    ("boolmask", "softmax, a boolean mask of (batch, queries, keys) broadcast over 8 heads up "
+                 "to 4096 columns, one mask row shared by every row past that, a tenth of it 0 "
+                 "(its bytes counted once)"),
 ])
 
 LINE = re.compile(
