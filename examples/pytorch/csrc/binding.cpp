@@ -279,13 +279,13 @@ std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double s
   const cudaError_t e = by_dtype(x.scalar_type(), [&](auto t) {
     using T = typename decltype(t)::type;
     if (mask.has_value()) {
-      return rowsoftmax_ext::bool_masked_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols,
-                                                 in.rows, in.cols, b, stream, &why);
+      return rowsoftmax_ext::options_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols,
+                                             in.rows, in.cols, b, stream, &why);
     }
-    return masked ? rowsoftmax_ext::masked_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols,
-                                                   in.rows, in.cols, m, stream, &why)
-                  : rowsoftmax_ext::fused_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols,
-                                                  in.rows, in.cols, o, stream, &why);
+    return masked ? rowsoftmax_ext::options_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y),
+                                                    in.cols, in.rows, in.cols, m, stream, &why)
+                  : rowsoftmax_ext::options_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y),
+                                                    in.cols, in.rows, in.cols, o, stream, &why);
   });
   check_cuda(e, why);
   return {y, lse};
@@ -317,16 +317,16 @@ torch::Tensor fused_backward(torch::Tensor dy, torch::Tensor y, double scale,
   const cudaError_t e = by_dtype(y.scalar_type(), [&](auto t) {
     using T = typename decltype(t)::type;
     if (mask.has_value()) {
-      return rowsoftmax_ext::bool_masked_backward(log, ptr<T>(g.t), g.stride, ptr<T>(out.t),
-                                                  out.stride, ptr<T>(dx), out.cols, out.rows,
-                                                  out.cols, b, stream, &why);
+      return rowsoftmax_ext::options_backward(log, ptr<T>(g.t), g.stride, ptr<T>(out.t), out.stride,
+                                              ptr<T>(dx), out.cols, out.rows, out.cols, b, stream,
+                                              &why);
     }
-    return masked ? rowsoftmax_ext::masked_backward(log, ptr<T>(g.t), g.stride, ptr<T>(out.t),
-                                                    out.stride, ptr<T>(dx), out.cols, out.rows,
-                                                    out.cols, m, stream, &why)
-                  : rowsoftmax_ext::fused_backward(log, ptr<T>(g.t), g.stride, ptr<T>(out.t),
-                                                   out.stride, ptr<T>(dx), out.cols, out.rows,
-                                                   out.cols, o, stream, &why);
+    return masked ? rowsoftmax_ext::options_backward(log, ptr<T>(g.t), g.stride, ptr<T>(out.t),
+                                                     out.stride, ptr<T>(dx), out.cols, out.rows,
+                                                     out.cols, m, stream, &why)
+                  : rowsoftmax_ext::options_backward(log, ptr<T>(g.t), g.stride, ptr<T>(out.t),
+                                                     out.stride, ptr<T>(dx), out.cols, out.rows,
+                                                     out.cols, o, stream, &why);
   });
   check_cuda(e, why);
   return dx;

@@ -26,45 +26,19 @@ cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64
                      cudaStream_t stream, const char** why);
 
 /// rowsoftmax::softmax_forward with options (`log`: log_softmax_forward), with the fused
-/// explain_forward's sentence in `*why` as forward's.
-template <class T>
-cudaError_t fused_forward(bool log, T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
-                          std::int64_t rows, std::int64_t cols,
-                          rowsoftmax::softmax_options const& options, cudaStream_t stream,
-                          const char** why);
+/// explain_forward's sentence in `*why` as forward's. `Options`: softmax_options,
+/// masked_softmax_options or bool_masked_softmax_options (one unit a type and options type).
+template <class T, class Options>
+cudaError_t options_forward(bool log, T const* x, std::int64_t x_stride, T* y,
+                            std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
+                            Options const& options, cudaStream_t stream, const char** why);
 
 /// rowsoftmax::softmax_backward with options (`log`: log_softmax_backward), with the fused
 /// explain_backward's sentence in `*why` as forward's.
-template <class T>
-cudaError_t fused_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
-                           std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
-                           std::int64_t cols, rowsoftmax::softmax_options const& options,
-                           cudaStream_t stream, const char** why);
-
-/// The masked forms (masked_softmax_options: lengths, causal), with the masked explanations.
-template <class T>
-cudaError_t masked_forward(bool log, T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
-                           std::int64_t rows, std::int64_t cols,
-                           rowsoftmax::masked_softmax_options const& options, cudaStream_t stream,
-                           const char** why);
-template <class T>
-cudaError_t masked_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
-                            std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
-                            std::int64_t cols, rowsoftmax::masked_softmax_options const& options,
-                            cudaStream_t stream, const char** why);
-
-/// The boolean-masked forms (bool_masked_softmax_options: a mask, with lengths and causal), with
-/// their explanations.
-template <class T>
-cudaError_t bool_masked_forward(bool log, T const* x, std::int64_t x_stride, T* y,
-                                std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
-                                rowsoftmax::bool_masked_softmax_options const& options,
-                                cudaStream_t stream, const char** why);
-template <class T>
-cudaError_t bool_masked_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
-                                 std::int64_t y_stride, T* dx, std::int64_t dx_stride,
-                                 std::int64_t rows, std::int64_t cols,
-                                 rowsoftmax::bool_masked_softmax_options const& options,
-                                 cudaStream_t stream, const char** why);
+template <class T, class Options>
+cudaError_t options_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
+                             std::int64_t y_stride, T* dx, std::int64_t dx_stride,
+                             std::int64_t rows, std::int64_t cols, Options const& options,
+                             cudaStream_t stream, const char** why);
 
 }  // namespace rowsoftmax_ext

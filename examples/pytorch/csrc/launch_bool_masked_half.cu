@@ -1,4 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "launch_impl.cuh"
 
-ROWSOFTMAX_EXT_INSTANTIATE_BOOL_MASKED(__half);
+ROWSOFTMAX_EXT_INSTANTIATE_OPTIONS(__half, rowsoftmax::bool_masked_softmax_options);

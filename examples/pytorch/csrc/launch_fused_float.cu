@@ -1,4 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "launch_impl.cuh"
 
-ROWSOFTMAX_EXT_INSTANTIATE_FUSED(float);
+ROWSOFTMAX_EXT_INSTANTIATE_OPTIONS(float, rowsoftmax::softmax_options);

@@ -1,4 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "launch_impl.cuh"
 
-ROWSOFTMAX_EXT_INSTANTIATE_FUSED(__half);
+ROWSOFTMAX_EXT_INSTANTIATE_OPTIONS(__half, rowsoftmax::softmax_options);

@@ -33,8 +33,6 @@ cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64
   return e;
 }
 
-/// The fused and masked forward (`Options`: softmax_options, masked_softmax_options or
-/// bool_masked_softmax_options).
 template <class T, class Options>
 cudaError_t options_forward(bool log, T const* x, std::int64_t x_stride, T* y,
                             std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
@@ -64,58 +62,6 @@ cudaError_t options_backward(bool log, T const* dy, std::int64_t dy_stride, T co
   return e;
 }
 
-template <class T>
-cudaError_t fused_forward(bool log, T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
-                          std::int64_t rows, std::int64_t cols,
-                          rowsoftmax::softmax_options const& options, cudaStream_t stream,
-                          const char** why) {
-  return options_forward(log, x, x_stride, y, y_stride, rows, cols, options, stream, why);
-}
-
-template <class T>
-cudaError_t fused_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
-                           std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
-                           std::int64_t cols, rowsoftmax::softmax_options const& options,
-                           cudaStream_t stream, const char** why) {
-  return options_backward(log, dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols, options,
-                          stream, why);
-}
-
-template <class T>
-cudaError_t masked_forward(bool log, T const* x, std::int64_t x_stride, T* y, std::int64_t y_stride,
-                           std::int64_t rows, std::int64_t cols,
-                           rowsoftmax::masked_softmax_options const& options, cudaStream_t stream,
-                           const char** why) {
-  return options_forward(log, x, x_stride, y, y_stride, rows, cols, options, stream, why);
-}
-
-template <class T>
-cudaError_t masked_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
-                            std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
-                            std::int64_t cols, rowsoftmax::masked_softmax_options const& options,
-                            cudaStream_t stream, const char** why) {
-  return options_backward(log, dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols, options,
-                          stream, why);
-}
-
-template <class T>
-cudaError_t bool_masked_forward(bool log, T const* x, std::int64_t x_stride, T* y,
-                                std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
-                                rowsoftmax::bool_masked_softmax_options const& options,
-                                cudaStream_t stream, const char** why) {
-  return options_forward(log, x, x_stride, y, y_stride, rows, cols, options, stream, why);
-}
-
-template <class T>
-cudaError_t bool_masked_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
-                                 std::int64_t y_stride, T* dx, std::int64_t dx_stride,
-                                 std::int64_t rows, std::int64_t cols,
-                                 rowsoftmax::bool_masked_softmax_options const& options,
-                                 cudaStream_t stream, const char** why) {
-  return options_backward(log, dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols, options,
-                          stream, why);
-}
-
 }  // namespace rowsoftmax_ext
 
 /// Explicit instantiations of forward and backward for element type T.
@@ -127,29 +73,12 @@ cudaError_t bool_masked_backward(bool log, T const* dy, std::int64_t dy_stride, 
                                                    T*, std::int64_t, std::int64_t, std::int64_t,   \
                                                    cudaStream_t, const char**)
 
-/// Explicit instantiations of fused_forward and fused_backward for element type T.
-#define ROWSOFTMAX_EXT_INSTANTIATE_FUSED(T)                                                 \
-  template cudaError_t rowsoftmax_ext::fused_forward<T>(                                    \
-      bool, T const*, std::int64_t, T*, std::int64_t, std::int64_t, std::int64_t,           \
-      rowsoftmax::softmax_options const&, cudaStream_t, const char**);                      \
-  template cudaError_t rowsoftmax_ext::fused_backward<T>(                                   \
-      bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t, \
-      std::int64_t, rowsoftmax::softmax_options const&, cudaStream_t, const char**)
-
-/// Explicit instantiations of masked_forward and masked_backward for element type T.
-#define ROWSOFTMAX_EXT_INSTANTIATE_MASKED(T)                                                \
-  template cudaError_t rowsoftmax_ext::masked_forward<T>(                                   \
-      bool, T const*, std::int64_t, T*, std::int64_t, std::int64_t, std::int64_t,           \
-      rowsoftmax::masked_softmax_options const&, cudaStream_t, const char**);               \
-  template cudaError_t rowsoftmax_ext::masked_backward<T>(                                  \
-      bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t, \
-      std::int64_t, rowsoftmax::masked_softmax_options const&, cudaStream_t, const char**)
-
-/// Explicit instantiations of bool_masked_forward and bool_masked_backward for element type T.
-#define ROWSOFTMAX_EXT_INSTANTIATE_BOOL_MASKED(T)                                           \
-  template cudaError_t rowsoftmax_ext::bool_masked_forward<T>(                              \
-      bool, T const*, std::int64_t, T*, std::int64_t, std::int64_t, std::int64_t,           \
-      rowsoftmax::bool_masked_softmax_options const&, cudaStream_t, const char**);          \
-  template cudaError_t rowsoftmax_ext::bool_masked_backward<T>(                             \
-      bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t, \
-      std::int64_t, rowsoftmax::bool_masked_softmax_options const&, cudaStream_t, const char**)
+/// Explicit instantiations of options_forward and options_backward for element type T and
+/// options type Options.
+#define ROWSOFTMAX_EXT_INSTANTIATE_OPTIONS(T, Options)                                            \
+  template cudaError_t rowsoftmax_ext::options_forward<T, Options>(                               \
+      bool, T const*, std::int64_t, T*, std::int64_t, std::int64_t, std::int64_t, Options const&, \
+      cudaStream_t, const char**);                                                                \
+  template cudaError_t rowsoftmax_ext::options_backward<T, Options>(                              \
+      bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t,       \
+      std::int64_t, Options const&, cudaStream_t, const char**)
