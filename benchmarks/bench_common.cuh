@@ -463,6 +463,42 @@ void bool_mask_benchmark(benchmark::State& state, std::string const& name, direc
   check(cudaFree(keep), "mask");
 }
 
+/// One biased softmax benchmark (biased_softmax_options, scale 1/8, no mask), planned, forward
+/// (backward does not read the bias: the boolean-masked rows time it). Up to 4096 columns,
+/// attention scores with a bias of the input type a row (relative positions, a float mask: as
+/// many bytes as x); longer rows, vocabulary rows: one float bias row shared by every row (a
+/// logit bias). The bytes count what moves: x read, y written, the bias once.
+template <class T>
+void bias_benchmark(benchmark::State& state, std::string const& name, std::int64_t rows,
+                    std::int64_t cols) {
+  biased_softmax_options o;
+  o.scale = 0.125f;
+  const bool scores = cols <= 4096;
+  const std::size_t elem = scores ? sizeof(T) : sizeof(float);
+  const std::size_t count = static_cast<std::size_t>(scores ? rows * cols : cols);
+  std::vector<float> values(count);
+  for (std::size_t i = 0; i < count; ++i)
+    values[i] = static_cast<float>((i * 2654435761u) % 64) / 16.0f - 2.0f;
+  void* bias = nullptr;
+  check(cudaMalloc(&bias, count * elem), "bias");
+  if (scores) {
+    std::vector<T> v(count);
+    for (std::size_t i = 0; i < count; ++i) v[i] = detail::from_float<T>(values[i]);
+    check(cudaMemcpy(bias, v.data(), count * elem, cudaMemcpyHostToDevice), "bias");
+    o.bias_dtype = bias_type::input;
+    o.bias_strides = {cols, 0, 0};
+  } else {
+    check(cudaMemcpy(bias, values.data(), count * elem, cudaMemcpyHostToDevice), "bias");
+    o.bias_dtype = bias_type::f32;
+    o.bias_strides = {0, 0, 0};
+  }
+  o.bias = bias;
+  const double bytes = 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * sizeof(T) +
+                       static_cast<double>(count * elem);
+  time_masked<T>(state, name, direction::forward, o, rows, cols, bytes, " [bias]");
+  check(cudaFree(bias), "bias");
+}
+
 /// Registers the sweeps for one element type (defined in bench_<type>.cu).
 void register_float();
 void register_half();
@@ -732,6 +768,14 @@ void register_type() {
       register_timed(
           name, [=](benchmark::State& s) { bool_mask_benchmark<T>(s, name, dir, rows, cols); });
     }
+  // The additive bias, forward: "fused/bias/forward/<dtype>/cols:N", rows * cols = 2^27 (a bias
+  // of the input type a row up to 4096 columns; one float bias row for all past that).
+  for (std::int64_t cols : {512, 2048, 4096, 32768, 131072, 1048576}) {
+    const std::int64_t rows = sweep_elems / cols;
+    const std::string name =
+        std::string("fused/bias/forward/") + dtype_name<T>() + "/cols:" + std::to_string(cols);
+    register_timed(name, [=](benchmark::State& s) { bias_benchmark<T>(s, name, rows, cols); });
+  }
   register_probes<T>();
 }
 

@@ -48,6 +48,8 @@ VARIANTS = OrderedDict([
     ("boolmask", "softmax, a boolean mask of (batch, queries, keys) broadcast over 8 heads up "
                  "to 4096 columns, one mask row shared by every row past that, a tenth of it 0 "
                  "(its bytes counted once)"),
+    ("bias", "softmax, forward, an additive bias: of the input type a row up to 4096 columns, one "
+             "float32 row shared by every row past that (its bytes counted once)"),
 ])
 
 LINE = re.compile(

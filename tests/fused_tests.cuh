@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -34,14 +35,19 @@ struct fused_case {
   // A boolean mask (bool_masked_softmax_options): 0: none; 1: one a row; 2: one a batch (key
   // padding); 3: one a (batch, query), broadcast over heads, starting at an odd address.
   int keep = 0;
-  bool masked() const { return lengths != 0 || causal || keep != 0; }
+  // An additive bias (biased_softmax_options): 0: none; 1: of type T, one a row; 2: float, one a
+  // head (ALiBi's broadcast), some elements -inf (a float mask) and every 4th head's row wholly
+  // -inf; 3: float, one a (batch, query), starting one element past a 16-byte boundary.
+  int bias = 0;
+  bool masked() const { return lengths != 0 || causal || keep != 0 || bias != 0; }
   std::string str() const {
     return std::string(log ? "log-softmax" : "softmax") + " scale " + std::to_string(scale) +
            (row_scales ? " row scales" : "") + (lse ? " lse" : "") +
            (empty == empty_rows::zero ? " empty->0" : " empty->nan") +
            (lengths != 0 ? " lengths mode " + std::to_string(lengths) : "") +
            (causal ? " causal diagonal mode " + std::to_string(diagonal) : "") +
-           (keep != 0 ? " bool mask mode " + std::to_string(keep) : "");
+           (keep != 0 ? " bool mask mode " + std::to_string(keep) : "") +
+           (bias != 0 ? " bias mode " + std::to_string(bias) : "");
   }
 };
 
@@ -70,6 +76,20 @@ struct prefix_masks {
   std::vector<unsigned char> keep;
   broadcast_strides keep_strides{0, 0, 0};
   std::int64_t keep_offset = 0;
+  // The bias, as floats (of type T's values where bias mode 1), row r's at bias_at(r).
+  std::vector<float> bias;
+  broadcast_strides bias_strides{0, 0, 0};
+  std::int64_t bias_offset = 0;
+
+  std::int64_t bias_at(std::int64_t r) const {
+    const std::int64_t q = at.queries, h = at.heads;
+    return bias_offset + r / (h * q) * bias_strides.batch + r / q % h * bias_strides.head +
+           r % q * bias_strides.query;
+  }
+  /// Row r's bias of column j (0 without a bias).
+  float bias_of(std::int64_t r, std::int64_t j) const {
+    return bias.empty() ? 0.0f : bias[static_cast<std::size_t>(bias_at(r) + j)];
+  }
 
   std::int64_t keep_at(std::int64_t r) const {
     const std::int64_t q = at.queries, h = at.heads;
@@ -121,6 +141,28 @@ struct prefix_masks {
       }
       kept[static_cast<std::size_t>(r)] = k;
     }
+    if (c.bias != 0) {
+      // Multiples of 1/16 in [-4, 4]: exact in every element type.
+      std::int64_t bias_rows = rows;
+      if (c.bias == 1) {
+        bias_strides = {h * q * cols, q * cols, cols};
+      } else if (c.bias == 2) {
+        bias_strides = {0, cols, 0};
+        bias_rows = h;
+      } else {
+        bias_strides = {q * cols, 0, cols};
+        bias_rows = b * q;
+        bias_offset = 1;
+      }
+      bias.assign(static_cast<std::size_t>(bias_offset + bias_rows * cols), 0.0f);
+      for (std::int64_t i = 0; i < bias_rows; ++i)
+        for (std::int64_t j = 0; j < cols; ++j) {
+          float v = static_cast<float>(static_cast<int>(g.below(129)) - 64) / 16.0f;
+          if (c.bias == 2 && (g.below(16) == 0 || i % 4 == 3))
+            v = -std::numeric_limits<float>::infinity();
+          bias[static_cast<std::size_t>(bias_offset + i * cols + j)] = v;
+        }
+    }
     if (c.keep == 0) return;
     // Mask rows: most bytes keep (1, 2 or 255: any byte but 0 keeps), a quarter mask; every 9th
     // mask row masks every column.
@@ -163,9 +205,40 @@ struct prefix_masks {
                                            unsigned char const* device_keep) const {
     bool_masked_softmax_options o;
     static_cast<masked_softmax_options&>(o) = options(c, base, device_lengths);
-    o.keep = reinterpret_cast<bool const*>(device_keep + keep_offset);
+    o.keep = keep.empty() ? nullptr : reinterpret_cast<bool const*>(device_keep + keep_offset);
     o.keep_strides = keep_strides;
     return o;
+  }
+  /// The biased options of case `c` (with a bias), its bias at `device_bias` (the buffer, of
+  /// type T where bias mode 1, else float: the bias starts bias_offset elements in).
+  template <class T>
+  biased_softmax_options bias_options(fused_case const& c, softmax_options const& base,
+                                      int const* device_lengths, unsigned char const* device_keep,
+                                      void const* device_bias) const {
+    biased_softmax_options o;
+    static_cast<bool_masked_softmax_options&>(o) =
+        keep_options(c, base, device_lengths, device_keep);
+    const bool f32 = c.bias != 1;
+    o.bias_dtype = f32 ? bias_type::f32 : bias_type::input;
+    o.bias = f32 ? static_cast<void const*>(static_cast<float const*>(device_bias) + bias_offset)
+                 : static_cast<void const*>(static_cast<T const*>(device_bias) + bias_offset);
+    o.bias_strides = bias_strides;
+    return o;
+  }
+  /// The bias as the device holds it: bytes of T (bias mode 1) or float elements.
+  template <class T>
+  std::vector<unsigned char> bias_bytes(fused_case const& c) const {
+    std::vector<unsigned char> b;
+    if (c.bias == 1) {
+      std::vector<T> t(bias.size());
+      for (std::size_t i = 0; i < bias.size(); ++i) t[i] = dtype<T>::from_double(bias[i]);
+      b.resize(t.size() * sizeof(T));
+      std::memcpy(b.data(), t.data(), b.size());
+    } else {
+      b.resize(bias.size() * sizeof(float));
+      std::memcpy(b.data(), bias.data(), b.size());
+    }
+    return b;
   }
 };
 
@@ -173,6 +246,14 @@ struct prefix_masks {
 inline double logit(float s, double x) {
   if (x == -std::numeric_limits<double>::infinity()) return x;
   return static_cast<double>(s * static_cast<float>(x));
+}
+
+/// The biased logit the library takes: logit + bias rounded to float, -inf kept whatever the
+/// bias.
+inline double biased_logit(float s, double x, float b) {
+  const double p = logit(s, x);
+  if (p == -std::numeric_limits<double>::infinity()) return p;
+  return static_cast<double>(static_cast<float>(p) + b);
 }
 
 /// Forward of one row of logits z in float64: softmax or log-softmax, torch's special-value rules
@@ -230,9 +311,9 @@ struct fused_launcher {
   cudaError_t forward(T const* x, std::int64_t xs, T* y, std::int64_t ys, std::int64_t rows,
                       std::int64_t cols, Options const& o) const {
     constexpr bool masked = detail::is_masked_options_v<Options>;
-    constexpr bool keep = detail::has_keep_v<Options>;
-    const detail::fused_forward_call<T, Log, masked, keep> call(x, xs, y, ys, rows, cols, o);
-    return go<detail::fused_forward_op<T, Log, masked, keep>>(
+    constexpr bool keep = detail::has_keep_v<Options>, bias = detail::has_bias_v<Options>;
+    const detail::fused_forward_call<T, Log, masked, keep, bias> call(x, xs, y, ys, rows, cols, o);
+    return go<detail::fused_forward_op<T, Log, masked, keep, bias>>(
         call, [&](void* w, std::size_t* b, cudaStream_t s) -> cudaError_t {
           if constexpr (Log) {
             return b ? log_softmax_forward(w, b, x, xs, y, ys, rows, cols, o, s)
@@ -248,10 +329,10 @@ struct fused_launcher {
                        std::int64_t dxs, std::int64_t rows, std::int64_t cols,
                        Options const& o) const {
     constexpr bool masked = detail::is_masked_options_v<Options>;
-    constexpr bool keep = detail::has_keep_v<Options>;
-    const detail::fused_backward_call<T, Log, masked, keep> call(dy, dys, y, ys, dx, dxs, rows,
-                                                                 cols, o);
-    return go<detail::fused_backward_op<T, Log, masked, keep>>(
+    constexpr bool keep = detail::has_keep_v<Options>, bias = detail::has_bias_v<Options>;
+    const detail::fused_backward_call<T, Log, masked, keep, bias> call(dy, dys, y, ys, dx, dxs,
+                                                                       rows, cols, o);
+    return go<detail::fused_backward_op<T, Log, masked, keep, bias>>(
         call, [&](void* w, std::size_t* b, cudaStream_t s) -> cudaError_t {
           if constexpr (Log) {
             return b ? log_softmax_backward(w, b, dy, dys, y, ys, dx, dxs, rows, cols, o, s)
@@ -313,6 +394,10 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
   device_buffer<unsigned char> keep_buf(std::max<std::size_t>(masks.keep.size(), 1));
   if (!masks.keep.empty()) ROWSOFTMAX_CUDA_OK(keep_buf.upload(masks.keep));
   ASSERT_NE(keep_buf.ptr, nullptr);
+  const std::vector<unsigned char> bias_bytes = masks.bias_bytes<T>(c);
+  device_buffer<unsigned char> bias_buf(std::max<std::size_t>(bias_bytes.size(), 1));
+  if (!bias_bytes.empty()) ROWSOFTMAX_CUDA_OK(bias_buf.upload(bias_bytes));
+  ASSERT_NE(bias_buf.ptr, nullptr);
   ASSERT_NE(x_buf.ptr, nullptr);
   ASSERT_NE(y_buf.ptr, nullptr);
   ASSERT_NE(rs_buf.ptr, nullptr);
@@ -329,7 +414,12 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
   o.row_scale = c.row_scales ? rs_buf.ptr : nullptr;
   o.row_lse = c.lse ? lse_buf.ptr : nullptr;
   o.empty = c.empty;
-  if (c.keep != 0) {
+  if (c.bias != 0) {
+    const biased_softmax_options bo =
+        masks.bias_options<T>(c, o, len_buf.ptr, keep_buf.ptr, bias_buf.ptr);
+    ROWSOFTMAX_CUDA_OK(c.log ? launch.template forward<true>(xp, xs, yp, ys, s.rows, s.cols, bo)
+                             : launch.template forward<false>(xp, xs, yp, ys, s.rows, s.cols, bo));
+  } else if (c.keep != 0) {
     const bool_masked_softmax_options ko = masks.keep_options(c, o, len_buf.ptr, keep_buf.ptr);
     ROWSOFTMAX_CUDA_OK(c.log ? launch.template forward<true>(xp, xs, yp, ys, s.rows, s.cols, ko)
                              : launch.template forward<false>(xp, xs, yp, ys, s.rows, s.cols, ko));
@@ -356,8 +446,9 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
       z[static_cast<std::size_t>(j)] =
           !masks.keeps(r, j)
               ? -std::numeric_limits<double>::infinity()
-              : logit(sr,
-                      dtype<T>::to_double(x[static_cast<std::size_t>(s.in_offset + r * xs + j)]));
+              : biased_logit(
+                    sr, dtype<T>::to_double(x[static_cast<std::size_t>(s.in_offset + r * xs + j)]),
+                    masks.bias_of(r, j));
     lse_ref[static_cast<std::size_t>(r)] = reference_fused_forward(z, c.log, c.empty, ref);
     // Log-softmax: the error of (z - M) - ln S is relative to the terms' size, at least 1 (ln S).
     for (std::size_t j = 0; j < ref.size(); ++j)
@@ -431,6 +522,10 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
   device_buffer<unsigned char> keep_buf(std::max<std::size_t>(masks.keep.size(), 1));
   if (!masks.keep.empty()) ROWSOFTMAX_CUDA_OK(keep_buf.upload(masks.keep));
   ASSERT_NE(keep_buf.ptr, nullptr);
+  const std::vector<unsigned char> bias_bytes = masks.bias_bytes<T>(c);
+  device_buffer<unsigned char> bias_buf(std::max<std::size_t>(bias_bytes.size(), 1));
+  if (!bias_bytes.empty()) ROWSOFTMAX_CUDA_OK(bias_buf.upload(bias_bytes));
+  ASSERT_NE(bias_buf.ptr, nullptr);
   ASSERT_NE(dy_buf.ptr, nullptr);
   ASSERT_NE(y_buf.ptr, nullptr);
   ASSERT_NE(dx_buf.ptr, nullptr);
@@ -452,9 +547,12 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
                  : launch.template backward<false>(dyp, in_s, yp, in_s, dxp, out_s, s.rows, s.cols,
                                                    opts);
   };
-  ROWSOFTMAX_CUDA_OK(c.keep != 0  ? launch_with(masks.keep_options(c, o, len_buf.ptr, keep_buf.ptr))
-                     : c.masked() ? launch_with(masks.options(c, o, len_buf.ptr))
-                                  : launch_with(o));
+  // Biased: backward takes the forward's options and does not read the bias.
+  ROWSOFTMAX_CUDA_OK(
+      c.bias != 0  ? launch_with(masks.bias_options<T>(c, o, len_buf.ptr, keep_buf.ptr, bias_buf.ptr))
+      : c.keep != 0 ? launch_with(masks.keep_options(c, o, len_buf.ptr, keep_buf.ptr))
+      : c.masked()  ? launch_with(masks.options(c, o, len_buf.ptr))
+                    : launch_with(o));
   ROWSOFTMAX_CUDA_OK(cudaGetLastError());
   ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
   std::vector<T> out;
@@ -538,6 +636,19 @@ inline std::vector<fused_case> bool_mask_cases() {
   };
 }
 
+/// The biased cases: each bias type and broadcast, alone and with the masks, with the fused
+/// features.
+inline std::vector<fused_case> bias_cases() {
+  return {
+      {false, 1.0f, false, true, empty_rows::nan, 0, false, 0, 0, 1},   // T, a bias a row
+      {true, 0.5f, true, true, empty_rows::zero, 0, false, 0, 0, 2},    // log, ALiBi-like, -inf
+      {false, -1.5f, false, true, empty_rows::zero, 2, true, 1, 0, 3},  // masks, odd address
+      {true, 1.0f, false, true, empty_rows::nan, 0, false, 0, 2, 2},    // key padding and bias
+      {false, 0.0f, true, true, empty_rows::zero, 0, false, 0, 1, 1},   // zero scale: bias only
+      {true, -1.0f, true, true, empty_rows::nan, 1, true, 0, 3, 1},     // every mask, T bias
+  };
+}
+
 template <class T>
 std::vector<shape> fused_layouts(std::int64_t rows, std::int64_t cols) {
   const std::int64_t v = 16 / static_cast<std::int64_t>(sizeof(T));
@@ -607,6 +718,12 @@ TYPED_TEST_P(Fused, BoolMaskEveryTierPlanned) {
   every_tier_planned<TypeParam>(bool_mask_cases(), 2000);
 }
 
+// The additive bias (biased_softmax_options) over the same tiers: of type T and float,
+// broadcast, with -inf in it, with the masks or alone; backward with the same options.
+TYPED_TEST_P(Fused, BiasEveryTierPlanned) {
+  every_tier_planned<TypeParam>(bias_cases(), 3000);
+}
+
 // Special values (NaN, +inf, rows of only -inf, huge, constant) under both empty-row policies,
 // negative and zero scales, over the tiers.
 template <class T>
@@ -632,6 +749,9 @@ TYPED_TEST_P(Fused, MaskedSpecialValues) {
 }
 TYPED_TEST_P(Fused, BoolMaskSpecialValues) {
   special_values<TypeParam>(bool_mask_cases());
+}
+TYPED_TEST_P(Fused, BiasSpecialValues) {
+  special_values<TypeParam>(bias_cases());
 }
 
 // Every kernel configuration that can hold the row, forced (as the plain suite's
@@ -687,6 +807,9 @@ TYPED_TEST_P(Fused, MaskedEveryConfiguration) {
 }
 TYPED_TEST_P(Fused, BoolMaskEveryConfiguration) {
   every_configuration<TypeParam>(bool_mask_cases());
+}
+TYPED_TEST_P(Fused, BiasEveryConfiguration) {
+  every_configuration<TypeParam>(bias_cases());
 }
 
 // A captured graph reads the per-row scales when it runs: replayed after new scales are copied
@@ -855,6 +978,29 @@ TYPED_TEST_P(Fused, RefusedMasksWriteNothing) {
         cudaErrorInvalidValue);
     EXPECT_NE(explain_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o), nullptr);
   }
+  // Biases: forward refuses them (backward does not read the bias, and takes them).
+  device_buffer<float> bias(cols + 1);
+  biased_softmax_options bad_bias[5];
+  bad_bias[0].bias = bias.ptr;
+  bad_bias[0].bias_dtype = static_cast<bias_type>(5);
+  bad_bias[1].bias = reinterpret_cast<char const*>(bias.ptr) + 2;  // a float at 2 bytes
+  bad_bias[1].bias_dtype = bias_type::f32;
+  bad_bias[2].bias = bias.ptr;
+  bad_bias[2].bias_strides.query = -1;
+  bad_bias[3].bias = y_buf.ptr + 7;  // the output
+  bad_bias[4].bias = bias.ptr;
+  bad_bias[4].bias_strides.batch = std::int64_t{1} << 61;
+  for (auto const& o : bad_bias) {
+    EXPECT_EQ(softmax_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o),
+              cudaErrorInvalidValue);
+    EXPECT_EQ(log_softmax_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o),
+              cudaErrorInvalidValue);
+    const char* why = explain_forward(x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o);
+    EXPECT_NE(why, nullptr);
+    if (why != nullptr) EXPECT_NE(std::string(why).find("options.bias"), std::string::npos) << why;
+    EXPECT_EQ(explain_backward(x_buf.ptr, cols, x_buf.ptr, cols, y_buf.ptr, cols, rows, cols, o),
+              nullptr);
+  }
   ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
   std::vector<T> y;
   ROWSOFTMAX_CUDA_OK(y_buf.download(y));
@@ -880,6 +1026,9 @@ TYPED_TEST_P(Fused, SanitizerSubset) {
     // Boolean masks: the mask's bytes read with the rows' windows, at an odd address.
     check_fused_forward<T>(s, bool_mask_cases()[2], seed_of(cols, 76));
     check_fused_backward<T>(s, bool_mask_cases()[1], seed_of(cols, 77));
+    // Biases: of type T a row, and float at an odd element with the masks.
+    check_fused_forward<T>(s, bias_cases()[0], seed_of(cols, 78));
+    check_fused_forward<T>(s, bias_cases()[2], seed_of(cols, 79));
   }
 }
 
@@ -887,7 +1036,9 @@ REGISTER_TYPED_TEST_SUITE_P(Fused, EveryTierPlanned, MaskedEveryTierPlanned,
                             BoolMaskEveryTierPlanned, SpecialValuesAndEmptyRows,
                             MaskedSpecialValues, BoolMaskSpecialValues,
                             EveryConfigurationThatHoldsTheRow, MaskedEveryConfiguration,
-                            BoolMaskEveryConfiguration, GraphReadsRowScalesWhenItRuns,
+                            BoolMaskEveryConfiguration, BiasEveryTierPlanned,
+                            BiasSpecialValues, BiasEveryConfiguration,
+                            GraphReadsRowScalesWhenItRuns,
                             GraphReadsLengthsWhenItRuns, RefusedOptionsWriteNothing,
                             RefusedMasksWriteNothing, SanitizerSubset);
 

@@ -202,3 +202,73 @@ TEST(FusedValidation, BoolMaskIsCheckedAndExplained) {
   o.keep_strides = {-1, -1, -1};  // unused without a mask
   EXPECT_EQ(rowsoftmax::explain_forward<float>(x, 8, y, 8, 8, 8, o), nullptr);
 }
+
+// The bias's rules (biased_softmax_options), after the masks', forward only: a bias_type value,
+// aligned to its element size, strides of 0 or more, a span that fits, no byte shared with the
+// output or row_lse. Backward does not read the bias and takes any.
+TEST(FusedValidation, BiasIsCheckedAndExplained) {
+  float* x = fake<float>(0x10000);
+  float* y = fake<float>(0x20000);
+  void const* bias = fake<void const>(0x40000);
+  rowsoftmax::biased_softmax_options refused[6];
+  refused[0].bias = bias;
+  refused[0].bias_dtype = static_cast<rowsoftmax::bias_type>(9);
+  refused[1].bias = fake<void const>(0x40002);
+  refused[1].bias_dtype = rowsoftmax::bias_type::f32;
+  refused[2].bias = bias;
+  refused[2].bias_strides = {8, 0, -8};
+  refused[3].bias = fake<void const>(0x2007c);  // y's last element
+  refused[4].bias = bias;
+  refused[4].bias_strides.batch = std::int64_t{1} << 61;  // 2^61 floats: more than 2^62 bytes
+  refused[5].bias = bias;
+  refused[5].keep = fake<bool const>(0x50000);
+  refused[5].keep_strides.head = -1;  // the mask's rules first
+  const char* rules[6] = {
+      "options.bias_dtype (9) is not a bias_type value",
+      "options.bias (0x40002) is not aligned to its element size (bias_dtype f32)",
+      "options.bias_strides (8, 0, -8) has a negative stride",
+      "options.bias (0x2007c) shares memory with the output or options.row_lse",
+      "options.bias_strides (2305843009213693952, 0, 0) span more than 2^62 bytes",
+      "options.keep_strides (0, -1, 0) has a negative stride"};
+  for (int i = 0; i < 6; ++i) {
+    auto const& o = refused[i];
+    SCOPED_TRACE(rules[i]);
+    rowsoftmax::plan p;
+    EXPECT_EQ(rowsoftmax::fused_forward_plan<float>(x, 8, y, 8, 4, 8, o, false, &p), bad);
+    EXPECT_EQ(why(rowsoftmax::explain_forward<float>(x, 8, y, 8, 4, 8, o)), rules[i]);
+    if (i != 5)  // backward checks the mask, not the bias
+      EXPECT_EQ(rowsoftmax::explain_backward<float>(x, 8, x, 8, y, 8, 4, 8, o), nullptr);
+  }
+  // The bias overlapping row_lse, forward only.
+  rowsoftmax::biased_softmax_options o;
+  o.bias = bias;
+  o.bias_strides = {8, 0, 0};
+  o.row_lse = fake<float>(0x40010);
+  EXPECT_EQ(why(rowsoftmax::explain_forward<float>(x, 8, y, 8, 4, 8, o)),
+            "options.bias (0x40000) shares memory with the output or options.row_lse");
+  // Accepted: a bias of the input type a row, one a head with a mask, a 2-byte-aligned one of
+  // 16-bit elements, and none (its strides then unused).
+  o.row_lse = nullptr;
+  EXPECT_EQ(rowsoftmax::explain_forward<float>(x, 8, y, 8, 4, 8, o), nullptr);
+  o.heads = 2;
+  o.bias_strides = {0, 8, 0};
+  o.bias_dtype = rowsoftmax::bias_type::f32;
+  o.keep = fake<bool const>(0x50001);
+  o.keep_strides = {8, 0, 0};
+  EXPECT_EQ(rowsoftmax::explain_forward<float>(x, 8, y, 8, 4, 8, o), nullptr);
+  rowsoftmax::biased_softmax_options h;
+  h.bias = fake<void const>(0x40002);
+  h.bias_strides = {8, 0, 0};
+  EXPECT_EQ(rowsoftmax::explain_forward<__half>(fake<__half>(0x10000), 8, fake<__half>(0x20000), 8,
+                                                4, 8, h),
+            nullptr);
+  h.bias = fake<void const>(0x40001);
+  EXPECT_EQ(why(rowsoftmax::explain_forward<__half>(fake<__half>(0x10000), 8,
+                                                    fake<__half>(0x20000), 8, 4, 8, h)),
+            "options.bias (0x40001) is not aligned to its element size (bias_dtype input)");
+  h.bias = nullptr;
+  h.bias_strides = {-1, -1, -1};
+  EXPECT_EQ(rowsoftmax::explain_forward<__half>(fake<__half>(0x10000), 8, fake<__half>(0x20000), 8,
+                                                4, 8, h),
+            nullptr);
+}

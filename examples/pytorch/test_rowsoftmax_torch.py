@@ -425,6 +425,109 @@ def test_bool_mask_is_not_written_and_matches_sdpa_polarity():
     torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-6)
 
 
+# Biases: (x's shape, the bias's shape, its dtype (None: x's), layout, masks). Layouts as
+# BOOL_MASKS'; "alibi" puts -inf in some elements (a float mask).
+BIASES = [
+    ((2, 3, 64, 64), (1, 3, 1, 64), torch.float32, "alibi", {}),         # one row a head
+    ((2, 2, 8, 1000), (2, 2, 8, 1000), None, "dense", {"causal": True}),  # x's dtype, causal
+    ((4, 4097), (4, 4097), torch.float32, "slice", {}),                  # an odd element address
+    ((2, 16385), (16385,), None, "dense", {}),                           # one row for every row
+    ((2, 3, 5, 33), (2, 3, 5, 33), torch.float32, "transposed", {}),     # copied contiguous
+    ((2, 2, 5, 50257), (2, 1, 5, 50257), torch.float32, "dense", {"mask": True}),
+    ((1, 300001), (300001,), torch.float32, "dense", {}),                # split rows
+]
+
+
+def bias_tensor(bshape, dtype, layout, seed):
+    """A random bias of `bshape` in [-4, 4) (layout as bool_mask's; "alibi": some -inf)."""
+    b = make(bshape, torch.float32, seed, scale=4.0)
+    if layout == "alibi":
+        g = torch.Generator(device="cuda").manual_seed(seed + 1)
+        b[torch.rand(bshape, generator=g, device="cuda") < 0.1] = -math.inf
+    b = b.to(dtype)
+    if layout == "slice":
+        wide = torch.zeros(bshape[:-1] + (bshape[-1] + 3,), dtype=dtype, device="cuda")
+        wide[..., 1:-2] = b
+        b = wide[..., 1:-2]
+    elif layout == "transposed":
+        b = b.transpose(-1, -2).contiguous().transpose(-1, -2)
+    return b
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", range(len(BIASES)))
+@pytest.mark.parametrize("log", [False, True])
+def test_biased_forward_and_gradient(case, dtype, log):
+    """softmax(s * x + bias) against float64 autograd: y, lse and the gradients of x and of the
+    bias (summed over its broadcast), masks as check_masked."""
+    shape, bshape, bdtype, layout, masks = BIASES[case]
+    ours, theirs = FUSED[log]
+    scale = 0.7
+    x = make(shape, dtype, seed=17 * case + int(log))
+    b = bias_tensor(bshape, bdtype or dtype, layout, seed=case)
+    keep = torch.ones(shape, dtype=torch.bool, device="cuda")
+    kw = {}
+    if masks.get("causal"):
+        kw["causal"] = True
+        keep &= keep_mask(shape, None, True, 0)
+    if masks.get("mask"):
+        m = bool_mask(shape[:-1] + (shape[-1],), "dense", seed=case)
+        kw["mask"] = m
+        keep &= m
+    xg, bg = x.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    y, lse = ours(xg, scale=scale, bias=bg, return_lse=True, empty="zero", **kw)
+    xd, bd = x.double().requires_grad_(True), b.double().requires_grad_(True)
+    zd = (xd * scale + bd).masked_fill(~keep, -math.inf)
+    live = (zd > -math.inf).any(-1)
+    ref = torch.where(live.unsqueeze(-1), theirs(zd, dim=-1), -math.inf if log else 0.0)
+    out = zd > -math.inf  # the elements that take part
+    assert torch.equal(y[~out].float(), ref[~out].float())  # 0 or -inf exactly
+    assert close(torch.where(out, y.double(), 0), torch.where(out, ref, 0).detach(), dtype)
+    lse_ref = torch.logsumexp(zd.detach(), -1)
+    torch.testing.assert_close(lse, lse_ref.float(), rtol=1e-5, atol=1e-5)
+    w = make(shape, dtype, seed=23 + case, scale=1.0).double()
+    v = make(shape[:-1], torch.float32, seed=29 + case, scale=1.0).double()
+    v = torch.where(live, v, 0.0)  # an empty row's lse is -inf: no gradient through it
+    ((torch.where(out, y.double(), 0) * w).sum() + (torch.where(live, lse.double(), 0) * v).sum()
+     ).backward()
+    ((torch.where(out, ref, 0) * w).sum() + (torch.where(live, lse_ref, 0) * v).sum()).backward()
+    p = torch.where(out, torch.softmax(zd.detach(), -1).nan_to_num(0.0), 0)
+    one = torch.tensor(1.0, dtype=torch.float64, device="cuda")
+    bound = grad_bound(p, one, w * out, v, log)
+    assert xg.grad.dtype == dtype and bg.grad.dtype == b.dtype and bg.grad.shape == b.shape
+    assert close(xg.grad, torch.nan_to_num(xd.grad, nan=0.0), dtype, bound * scale)
+    # The bias's gradient: the gradient with respect to z, summed over the bias's broadcast.
+    assert close(bg.grad, torch.nan_to_num(bd.grad, nan=0.0), dtype, bound.sum_to_size(bshape))
+
+
+def test_bias_is_not_written_and_matches_sdpa():
+    # A float mask as sdpa adds it: softmax(x + bias) with scale 1.
+    q, k = 6, 24
+    x = make((2, 3, q, k), torch.float32, seed=7)
+    b = bias_tensor((1, 3, q, k), torch.float32, "alibi", seed=8)
+    b[..., 0] = 0.0  # no empty row
+    before = b.clone()
+    y = rs.softmax(x, bias=b)
+    assert torch.equal(b, before)
+    eye = torch.eye(k, device="cuda").expand(2, 3, k, k)
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel(SDPBackend.MATH):
+        ref = torch.nn.functional.scaled_dot_product_attention(x, eye, eye, attn_mask=b, scale=1.0)
+    torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_bias_clear_errors():
+    x = torch.randn(2, 3, 8, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(TypeError, match="bias"):
+        rs.softmax(x, bias=torch.ones(8, device="cuda", dtype=torch.float16))
+    with pytest.raises(ValueError, match="broadcast"):
+        rs.softmax(x, bias=torch.ones(3, 3, 8, device="cuda"))
+    with pytest.raises(ValueError, match="cuda"):
+        rs.softmax(x, bias=torch.ones(8))
+    with pytest.raises(TypeError, match="bias"):
+        rs.softmax(x, bias=[0.0] * 8)
+
+
 def test_masked_clear_errors():
     x = torch.randn(2, 3, 8, device="cuda")
     with pytest.raises(TypeError, match="integer"):
@@ -454,8 +557,9 @@ def test_torch_compile_fullgraph():
         lp, lse = rs.log_softmax(x, scale=2.0, empty="zero", return_lse=True)
         m = rs.softmax(x, scale=0.25, causal=True, lengths=(r * 300).int(), empty="zero")
         b = rs.log_softmax(x, mask=x > -1, empty="zero")
+        c = rs.softmax(x, bias=r.unsqueeze(-1) * 0.5)
         return ((p.float() * lp.float()).sum() + lse.square().sum() + m.float().square().sum() +
-                torch.where(x > -1, b.float(), 0).sum())
+                torch.where(x > -1, b.float(), 0).sum() + c.float().square().sum())
 
     compiled = torch.compile(f, fullgraph=True)
     for shape in ((8, 1000), (3, 5, 4097)):
@@ -477,15 +581,20 @@ def test_opcheck_custom_ops():
         for log in (False, True):
             for row_scale, zero_empty, return_lse in ((None, False, False), (r, True, True)):
                 xg = x.clone().requires_grad_(True)
-                args = (xg, 0.75, row_scale, log, zero_empty, return_lse, None, False, 0, None)
+                args = (xg, 0.75, row_scale, log, zero_empty, return_lse, None, False, 0, None,
+                        None)
                 torch.library.opcheck(ops.fused_forward.default, args)
             lengths = torch.full(shape[:-1], shape[-1] // 2 + 1, dtype=torch.int32, device="cuda")
             keep = make(shape, torch.float32, seed=5) > -4
             for masks in ((None, False, 0, None), (lengths, True, 1, None), (None, False, 0, keep),
                           (lengths, True, -1, keep[:1].expand(shape))):
                 xg = x.clone().requires_grad_(True)
-                args = (xg, 0.75, r, log, True, True) + masks
+                args = (xg, 0.75, r, log, True, True) + masks + (None,)
                 torch.library.opcheck(ops.fused_forward.default, args)
-                y, _ = ops.fused_forward(x, 0.75, r, log, False, False, *masks)
+                # With a bias that needs a gradient too.
+                bias = make(shape, torch.float32, seed=6).requires_grad_(True)
+                args = (x.clone().requires_grad_(True), 0.75, r, log, True, True) + masks + (bias,)
+                torch.library.opcheck(ops.fused_forward.default, args)
+                y, _ = ops.fused_forward(x, 0.75, r, log, False, False, *masks, None)
                 dy = make(shape, torch.float32, seed=4)
                 torch.library.opcheck(ops.fused_backward.default, (dy, y, 0.75, r, log) + masks)

@@ -35,6 +35,11 @@ enum class option_rule : unsigned char {
   keep_negative_stride,  ///< a stride of options.keep_strides is negative
   keep_too_large,        ///< options.keep's span does not fit the address space
   keep_overlaps,         ///< options.keep shares bytes with the output or row_lse
+  bad_bias_type,         ///< options.bias_dtype is not a bias_type value
+  bias_misaligned,       ///< options.bias is not aligned to its element size
+  bias_negative_stride,  ///< a stride of options.bias_strides is negative
+  bias_too_large,        ///< options.bias's span does not fit the address space
+  bias_overlaps,         ///< options.bias shares bytes with the output or row_lse
 };
 
 /// The bytes an operand broadcast with `st` over rows of layout (heads, queries) spans: to its
@@ -145,8 +150,32 @@ option_rule check_keep(bool_masked_softmax_options const& o, direction dir,
                                                                       : option_rule::ok;
 }
 
-/// check_options (and, masked, check_masks; with a boolean mask, check_keep) for a call
-/// (fused_forward_call, fused_backward_call).
+/// The rules of biased_softmax_options beyond bool_masked_softmax_options' (check_keep), for
+/// forward calls (backward does not read the bias). `elem_size`: the tensors' element size.
+template <std::size_t N>
+option_rule check_bias(biased_softmax_options const& o, tensor_arg const (&t)[N],
+                       std::size_t elem_size, std::int64_t rows, std::int64_t cols) noexcept {
+  if (o.bias_dtype != bias_type::input && o.bias_dtype != bias_type::f32)
+    return option_rule::bad_bias_type;
+  if (o.bias == nullptr) return option_rule::ok;
+  const std::size_t size = o.bias_dtype == bias_type::f32 ? sizeof(float) : elem_size;
+  if (reinterpret_cast<std::uintptr_t>(o.bias) % size != 0) return option_rule::bias_misaligned;
+  if (o.bias_strides.batch < 0 || o.bias_strides.head < 0 || o.bias_strides.query < 0)
+    return option_rule::bias_negative_stride;
+  if (rows == 0 || cols == 0) return option_rule::ok;
+  // As check_keep's, in elements of the bias.
+  const std::uint64_t starts = broadcast_span(o.bias_strides, rows, o.heads, o.queries, 1);
+  const std::uint64_t limit = UINT64_MAX / 4 / size;
+  if (starts == 0 || starts > limit - static_cast<std::uint64_t>(cols))
+    return option_rule::bias_too_large;
+  const std::uint64_t span = (starts - 1 + static_cast<std::uint64_t>(cols)) * size;
+  return meets_writes(o.bias, span, o, direction::forward, t, elem_size, rows, cols)
+             ? option_rule::bias_overlaps
+             : option_rule::ok;
+}
+
+/// check_options (and, masked, check_masks; with a boolean mask, check_keep; forward with a bias,
+/// check_bias) for a call (fused_forward_call, fused_backward_call).
 template <class Call>
 option_rule check_call_options(Call const& call) noexcept {
   constexpr std::size_t elem = sizeof(typename Call::op::value_type);
@@ -162,33 +191,45 @@ option_rule check_call_options(Call const& call) noexcept {
       r = check_keep(call.options, Call::op::dir, call.tensors, elem, call.args.rows,
                      call.args.cols);
   }
+  if constexpr (Call::bias) {
+    if (r == option_rule::ok)
+      r = check_bias(call.options, call.tensors, elem, call.args.rows, call.args.cols);
+  }
   return r;
 }
 
 /// The options type of a fused call: masked_softmax_options where `Masked`,
-/// bool_masked_softmax_options where `Keep`.
-template <bool Masked, bool Keep = false>
-using options_of =
+/// bool_masked_softmax_options where `Keep`, biased_softmax_options where `Bias`.
+template <bool Masked, bool Keep = false, bool Bias = false>
+using options_of = std::conditional_t<
+    Bias, biased_softmax_options,
     std::conditional_t<Keep, bool_masked_softmax_options,
-                       std::conditional_t<Masked, masked_softmax_options, softmax_options>>;
+                       std::conditional_t<Masked, masked_softmax_options, softmax_options>>>;
 
 /// Whether `Options` is one of the masked launchers' options types (and which).
 template <class Options>
 inline constexpr bool is_masked_options_v = std::is_same_v<Options, masked_softmax_options> ||
-                                            std::is_same_v<Options, bool_masked_softmax_options>;
+                                            std::is_same_v<Options, bool_masked_softmax_options> ||
+                                            std::is_same_v<Options, biased_softmax_options>;
 template <class Options>
-inline constexpr bool has_keep_v = std::is_same_v<Options, bool_masked_softmax_options>;
-/// The masked overloads of the public launchers: for masked_softmax_options and
-/// bool_masked_softmax_options, each an exact match.
+inline constexpr bool has_keep_v = std::is_same_v<Options, bool_masked_softmax_options> ||
+                                   std::is_same_v<Options, biased_softmax_options>;
+template <class Options>
+inline constexpr bool has_bias_v = std::is_same_v<Options, biased_softmax_options>;
+/// The masked overloads of the public launchers: for masked_softmax_options,
+/// bool_masked_softmax_options and biased_softmax_options, each an exact match.
 template <class Options>
 using if_masked_options = std::enable_if_t<is_masked_options_v<Options>, int>;
 
 /// A call's op arguments: `b` and, where the call is masked, its masks (masked_args; with a
-/// boolean mask, keep_args).
-template <bool Masked, bool Keep, class Base, class Options>
-args_with_masks<Masked, Base, Keep> call_args(Base const& b, Options const& o, std::int64_t rows,
-                                              std::int64_t cols) noexcept {
-  if constexpr (Keep) {
+/// boolean mask, keep_args; with a bias, bias_args).
+template <bool Masked, bool Keep, bool Bias, class Base, class Options>
+args_with_masks<Masked, Base, Keep, Bias> call_args(Base const& b, Options const& o,
+                                                    std::int64_t rows,
+                                                    std::int64_t cols) noexcept {
+  if constexpr (Bias) {
+    return {{{b, prefix_mask::of(o, rows, cols)}, element_mask::of(o)}, bias_operand::of(o)};
+  } else if constexpr (Keep) {
     return {{b, prefix_mask::of(o, rows, cols)}, element_mask::of(o)};
   } else if constexpr (Masked) {
     return {b, prefix_mask::of(o, rows, cols)};
@@ -226,6 +267,39 @@ inline void explain_masks(option_rule r, masked_softmax_options const& o, char* 
     case option_rule::lengths_overlaps:
       std::snprintf(b, n, "options.lengths (%p) shares memory with the output or options.row_lse",
                     static_cast<void const*>(o.lengths));
+      break;
+    default:
+      break;
+  }
+}
+
+/// The message of a biased_softmax_options rule into `b` (`n` bytes).
+inline void explain_bias(option_rule r, biased_softmax_options const& o, char* b,
+                         std::size_t n) noexcept {
+  switch (r) {
+    case option_rule::bad_bias_type:
+      std::snprintf(b, n, "options.bias_dtype (%d) is not a bias_type value",
+                    static_cast<int>(o.bias_dtype));
+      break;
+    case option_rule::bias_misaligned:
+      std::snprintf(b, n, "options.bias (%p) is not aligned to its element size (bias_dtype %s)",
+                    o.bias, o.bias_dtype == bias_type::f32 ? "f32" : "input");
+      break;
+    case option_rule::bias_negative_stride:
+      std::snprintf(b, n, "options.bias_strides (%lld, %lld, %lld) has a negative stride",
+                    static_cast<long long>(o.bias_strides.batch),
+                    static_cast<long long>(o.bias_strides.head),
+                    static_cast<long long>(o.bias_strides.query));
+      break;
+    case option_rule::bias_too_large:
+      std::snprintf(b, n, "options.bias_strides (%lld, %lld, %lld) span more than 2^62 bytes",
+                    static_cast<long long>(o.bias_strides.batch),
+                    static_cast<long long>(o.bias_strides.head),
+                    static_cast<long long>(o.bias_strides.query));
+      break;
+    case option_rule::bias_overlaps:
+      std::snprintf(b, n, "options.bias (%p) shares memory with the output or options.row_lse",
+                    o.bias);
       break;
     default:
       break;
@@ -289,7 +363,13 @@ const char* explain_options(option_rule r, Options const& o) noexcept {
                     static_cast<void const*>(o.row_lse));
       break;
     default:
-      if constexpr (std::is_same_v<Options, bool_masked_softmax_options>) {
+      if constexpr (std::is_same_v<Options, biased_softmax_options>) {
+        if (r >= option_rule::bad_bias_type) {
+          explain_bias(r, o, b, n);
+        } else {
+          explain_keep(r, o, b, n);
+        }
+      } else if constexpr (std::is_same_v<Options, bool_masked_softmax_options>) {
         explain_keep(r, o, b, n);
       } else if constexpr (std::is_same_v<Options, masked_softmax_options>) {
         explain_masks(r, o, b, n);
@@ -300,47 +380,51 @@ const char* explain_options(option_rule r, Options const& o) noexcept {
 }
 
 /// One call of a fused forward launcher: forward_call's tensors, the options and the op's
-/// arguments; `Masked`: with masked_softmax_options.
-template <class T, bool Log, bool Masked = false, bool Keep = false>
+/// arguments; `Masked`: with masked_softmax_options (`Keep`: bool_masked_softmax_options;
+/// `Bias`: biased_softmax_options).
+template <class T, bool Log, bool Masked = false, bool Keep = false, bool Bias = false>
 struct fused_forward_call {
   static_assert(supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  using op = fused_forward_op<T, Log, Masked, Keep>;
+  using op = fused_forward_op<T, Log, Masked, Keep, Bias>;
   static constexpr bool masked = Masked;
   static constexpr bool keep = Keep;
+  static constexpr bool bias = Bias;
   static constexpr char const* names[2] = {"x", "y"};
   tensor_arg tensors[2];
-  options_of<Masked, Keep> options;
+  options_of<Masked, Keep, Bias> options;
   typename op::args args;
   fused_forward_call(T const* x, std::int64_t x_row_stride, T const* y, std::int64_t y_row_stride,
                      std::int64_t rows, std::int64_t cols,
-                     options_of<Masked, Keep> const& o) noexcept
+                     options_of<Masked, Keep, Bias> const& o) noexcept
       : tensors{{x, x_row_stride, false}, {y, y_row_stride, true}},
         options(o),
-        args(call_args<Masked, Keep>(
+        args(call_args<Masked, Keep, Bias>(
             typename op::base_args{x, x_row_stride, const_cast<T*>(y), y_row_stride, rows, cols,
                                    fused_params::of(o), 0},
             o, rows, cols)) {}
   bool options_ok() const noexcept { return check_call_options(*this) == option_rule::ok; }
 };
 
-/// One call of a fused backward launcher.
-template <class T, bool Log, bool Masked = false, bool Keep = false>
+/// One call of a fused backward launcher (`Bias`: with biased_softmax_options, whose bias it
+/// does not read).
+template <class T, bool Log, bool Masked = false, bool Keep = false, bool Bias = false>
 struct fused_backward_call {
   static_assert(supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  using op = fused_backward_op<T, Log, Masked, Keep>;
+  using op = fused_backward_op<T, Log, Masked, Keep, Bias>;
   static constexpr bool masked = Masked;
   static constexpr bool keep = Keep;
+  static constexpr bool bias = false;  // no bias rules: backward does not read it
   static constexpr char const* names[3] = {"dy", "y", "dx"};
   tensor_arg tensors[3];
-  options_of<Masked, Keep> options;
+  options_of<Masked, Keep, Bias> options;
   typename op::args args;
   fused_backward_call(T const* dy, std::int64_t dy_row_stride, T const* y,
                       std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
                       std::int64_t rows, std::int64_t cols,
-                      options_of<Masked, Keep> const& o) noexcept
+                      options_of<Masked, Keep, Bias> const& o) noexcept
       : tensors{{dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}},
         options(o),
-        args(call_args<Masked, Keep>(
+        args(call_args<Masked, Keep, false>(
             typename op::base_args{dy, dy_row_stride, y, y_row_stride, const_cast<T*>(dx),
                                    dx_row_stride, rows, cols, fused_params::of(o), 0},
             o, rows, cols)) {}
@@ -354,8 +438,8 @@ cudaError_t launch_fused_forward(void* workspace, std::size_t* workspace_bytes, 
                                  std::int64_t rows, std::int64_t cols, Options const& options,
                                  cudaStream_t stream) noexcept {
   constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>;
-  return launch_call(fused_forward_call<T, Log, masked, keep>(x, x_row_stride, y, y_row_stride,
-                                                              rows, cols, options),
+  return launch_call(fused_forward_call<T, Log, masked, keep, has_bias_v<Options>>(
+                         x, x_row_stride, y, y_row_stride, rows, cols, options),
                      workspace, workspace_bytes, stream);
 }
 
@@ -366,10 +450,10 @@ cudaError_t launch_fused_backward(void* workspace, std::size_t* workspace_bytes,
                                   std::int64_t cols, Options const& options,
                                   cudaStream_t stream) noexcept {
   constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>;
-  return launch_call(
-      fused_backward_call<T, Log, masked, keep>(dy, dy_row_stride, y, y_row_stride, dx,
-                                                dx_row_stride, rows, cols, options),
-      workspace, workspace_bytes, stream);
+  return launch_call(fused_backward_call<T, Log, masked, keep, has_bias_v<Options>>(
+                         dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols,
+                         options),
+                     workspace, workspace_bytes, stream);
 }
 
 template <class Call>
@@ -635,11 +719,12 @@ cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y
                                Options const& options, bool log, plan* out,
                                bool with_workspace) noexcept {
   if (out == nullptr) return cudaErrorInvalidValue;
-  constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>;
-  return log ? checked_plan(fused_forward_call<T, true, masked, keep>(
+  constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>,
+                 bias = has_bias_v<Options>;
+  return log ? checked_plan(fused_forward_call<T, true, masked, keep, bias>(
                                 x, x_row_stride, y, y_row_stride, rows, cols, options),
                             with_workspace, out)
-             : checked_plan(fused_forward_call<T, false, masked, keep>(
+             : checked_plan(fused_forward_call<T, false, masked, keep, bias>(
                                 x, x_row_stride, y, y_row_stride, rows, cols, options),
                             with_workspace, out);
 }
@@ -650,13 +735,14 @@ cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const
                                 std::int64_t rows, std::int64_t cols, Options const& options,
                                 bool log, plan* out, bool with_workspace) noexcept {
   if (out == nullptr) return cudaErrorInvalidValue;
-  constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>;
+  constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>,
+                 bias = has_bias_v<Options>;
   return log ? checked_plan(
-                   fused_backward_call<T, true, masked, keep>(
+                   fused_backward_call<T, true, masked, keep, bias>(
                        dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options),
                    with_workspace, out)
              : checked_plan(
-                   fused_backward_call<T, false, masked, keep>(
+                   fused_backward_call<T, false, masked, keep, bias>(
                        dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options),
                    with_workspace, out);
 }
@@ -722,8 +808,9 @@ const char* explain_forward(T const* x, std::int64_t x_row_stride, T const* y,
                             std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                             Options const& options) noexcept {
   return detail::explain_fused(
-      detail::fused_forward_call<T, false, true, detail::has_keep_v<Options>>(
-          x, x_row_stride, y, y_row_stride, rows, cols, options));
+      detail::fused_forward_call<T, false, true, detail::has_keep_v<Options>,
+                                 detail::has_bias_v<Options>>(x, x_row_stride, y, y_row_stride,
+                                                              rows, cols, options));
 }
 
 /// @brief Why a fused backward launcher would refuse these arguments (nullptr: it accepts them).
@@ -743,7 +830,8 @@ const char* explain_backward(T const* dy, std::int64_t dy_row_stride, T const* y
                              std::int64_t rows, std::int64_t cols,
                              Options const& options) noexcept {
   return detail::explain_fused(
-      detail::fused_backward_call<T, false, true, detail::has_keep_v<Options>>(
+      detail::fused_backward_call<T, false, true, detail::has_keep_v<Options>,
+                                  detail::has_bias_v<Options>>(
           dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options));
 }
 

@@ -10,8 +10,10 @@
 #include "extern_fused.cuh"
 
 /// Defines the fused kernels of element type `T` (float, __half, __nv_bfloat16) with options
-/// type `Options` (rowsoftmax::softmax_options, masked_softmax_options or
-/// bool_masked_softmax_options): the functions extern_fused.cuh declares for them.
+/// type `Options` (rowsoftmax::softmax_options, masked_softmax_options,
+/// bool_masked_softmax_options or biased_softmax_options): the functions extern_fused.cuh
+/// declares for them.
 #define ROWSOFTMAX_INSTANTIATE_FUSED(T, Options)                                                   \
   ROWSOFTMAX_DETAIL_FUSED_INSTANCES(template, T, rowsoftmax::detail::is_masked_options_v<Options>, \
-                                    rowsoftmax::detail::has_keep_v<Options>)
+                                    rowsoftmax::detail::has_keep_v<Options>,                       \
+                                    rowsoftmax::detail::has_bias_v<Options>)

@@ -113,4 +113,37 @@ struct bool_masked_softmax_options : masked_softmax_options {
   broadcast_strides keep_strides{0, 0, 0};
 };
 
+/// The element type of biased_softmax_options::bias.
+enum class bias_type : unsigned char {
+  input,  ///< the launch's element type T (float, __half or __nv_bfloat16)
+  f32,    ///< float, whatever T is
+};
+
+/// @brief bool_masked_softmax_options with an additive bias: the logit of element j of row i is
+/// z = s_i * x[i, j] + bias[i, j], the bias not scaled, in float (the product rounded, then the
+/// sum): ALiBi and relative-position biases, float masks (a bias of -inf removes the element).
+/// An element whose s_i * x is -inf (one the masks remove, or an x of -inf under a positive
+/// scale) stays -inf whatever its bias. The masks work as in bool_masked_softmax_options (keep
+/// may be nullptr, and the prefix masks may keep every column): a masked element's bias is not
+/// used (nor read, past a prefix mask's end).
+///
+/// Forward only reads the bias. Backward takes the same options and ignores the bias (the
+/// gradient with respect to x is the unbiased one's, times s_i, over the masks' columns; the
+/// bias's own gradient, where one is wanted, is the gradient with respect to z, backward with a
+/// scale of 1): it runs the bool_masked_softmax_options kernels. Its kernels are compiled apart
+/// (a program that never passes one compiles none of them).
+struct biased_softmax_options : bool_masked_softmax_options {
+  /// Device memory: the bias, one element a column of a row, of type `bias_dtype`, aligned to its
+  /// element size (4 or 2 bytes); per row or broadcast over the rows as the masks are: row r
+  /// reads elements [o, o + cols) with
+  /// o = batch * bias_strides.batch + head * bias_strides.head + query * bias_strides.query.
+  /// Read by the kernel when it runs (a replayed graph sees new values). nullptr: no bias.
+  void const* bias = nullptr;
+  bias_type bias_dtype = bias_type::input;  ///< the bias's element type
+  /// Where row r's bias starts, in elements of the bias, strides >= 0; 0 broadcasts. A bias of
+  /// one row a row (batch, heads, queries, cols): {heads * queries * cols, queries * cols, cols};
+  /// one a head, shared by the queries and batches (ALiBi, (1, heads, 1, cols)): {0, cols, 0}.
+  broadcast_strides bias_strides{0, 0, 0};
+};
+
 }  // namespace rowsoftmax

@@ -2,7 +2,7 @@
 // PyTorch bindings: softmax over the last dimension of a CUDA tensor, forward and backward, plain
 // (forward, backward) and fused (fused_forward, fused_backward: softmax or log-softmax with a
 // scale, a per-row scale, a row log-sum-exp output, an empty-row policy, the masks that keep a
-// prefix of each row, lengths and causal, and a boolean mask).
+// prefix of each row, lengths and causal, a boolean mask and an additive bias).
 // Rows are passed with their real stride (a slice x[..., :k] is not copied); only layouts whose
 // rows cannot be described by one stride are made contiguous first.
 #include <ATen/cuda/CUDAContext.h>
@@ -240,18 +240,49 @@ rowsoftmax::bool_masked_softmax_options bool_masked_options(
   return b;
 }
 
+// The biased options: the boolean-masked options `b` and `bias` (float32 or like's dtype, of
+// like's shape, any strides: the Python layer broadcasts it), read through one stride a batch,
+// head and query with its columns contiguous (made contiguous into `*keep` where they are not,
+// or where its leading dimensions do not collapse into one stride).
+rowsoftmax::biased_softmax_options biased_options(torch::Tensor const& like,
+                                                  rowsoftmax::bool_masked_softmax_options const& b,
+                                                  torch::Tensor const& bias, torch::Tensor* keep) {
+  TORCH_CHECK_TYPE(bias.scalar_type() == torch::kFloat || bias.scalar_type() == like.scalar_type(),
+                   "rowsoftmax: bias must be float32 or x's dtype (", like.scalar_type(), "), got ",
+                   bias.scalar_type());
+  TORCH_CHECK_VALUE(bias.device() == like.device(), "rowsoftmax: bias must be on ", like.device(),
+                    ", got ", bias.device());
+  TORCH_CHECK_VALUE(bias.sizes() == like.sizes(), "rowsoftmax: bias must have the shape of x ",
+                    like.sizes(), ", got ", bias.sizes());
+  rowsoftmax::biased_softmax_options o;
+  static_cast<rowsoftmax::bool_masked_softmax_options&>(o) = b;
+  const std::int64_t d = like.dim();
+  torch::Tensor t = bias;
+  if ((t.stride(d - 1) != 1 && t.size(d - 1) > 1) || !row_strides(t, d, &o.bias_strides)) {
+    t = t.contiguous();
+    row_strides(t, d, &o.bias_strides);
+  }
+  *keep = t;
+  o.bias = t.data_ptr();
+  o.bias_dtype = t.scalar_type() == torch::kFloat ? rowsoftmax::bias_type::f32
+                                                   : rowsoftmax::bias_type::input;
+  return o;
+}
+
 // Fused forward: y = softmax(s * x) or (`log`) log_softmax(s * x) over the last dimension, with
 // s = scale * row_scale[row]; empty rows (all -inf after scaling) NaN or, with `zero_empty`,
 // softmax 0 / log-softmax -inf. Returns (y, lse): lse the float32 log-sum-exp of each row's
 // logits, of x's shape without its last dimension, where `return_lse`, else an empty tensor.
 // With `lengths` or `causal`, the masked launchers (masked_options); with `mask` (true takes
-// part), the boolean-masked ones (bool_masked_options).
+// part), the boolean-masked ones (bool_masked_options); with `bias` (z = s * x + bias), the biased
+// ones (biased_options).
 std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double scale,
                                                        std::optional<torch::Tensor> row_scale,
                                                        bool log, bool zero_empty, bool return_lse,
                                                        std::optional<torch::Tensor> lengths,
                                                        bool causal, std::int64_t diagonal,
-                                                       std::optional<torch::Tensor> mask) {
+                                                       std::optional<torch::Tensor> mask,
+                                                       std::optional<torch::Tensor> bias) {
   check_input(x, "x");
   const c10::cuda::CUDAGuard guard(x.device());
   torch::Tensor rs;
@@ -268,16 +299,23 @@ std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double s
   if (return_lse) o.row_lse = lse.data_ptr<float>();
   const auto stream = at::cuda::getCurrentCUDAStream().stream();
   const char* why = nullptr;
-  const bool masked = lengths.has_value() || causal || mask.has_value();
-  torch::Tensor keep_lengths, keep_mask;
+  const bool masked = lengths.has_value() || causal || mask.has_value() || bias.has_value();
+  torch::Tensor keep_lengths, keep_mask, keep_bias;
   const rowsoftmax::masked_softmax_options m =
       masked ? masked_options(x, o, lengths, causal, diagonal, &keep_lengths)
              : rowsoftmax::masked_softmax_options{};
-  const rowsoftmax::bool_masked_softmax_options b =
-      mask.has_value() ? bool_masked_options(x, m, *mask, &keep_mask)
-                       : rowsoftmax::bool_masked_softmax_options{};
+  rowsoftmax::bool_masked_softmax_options b;
+  static_cast<rowsoftmax::masked_softmax_options&>(b) = m;
+  if (mask.has_value()) b = bool_masked_options(x, m, *mask, &keep_mask);
+  const rowsoftmax::biased_softmax_options bo =
+      bias.has_value() ? biased_options(x, b, *bias, &keep_bias)
+                       : rowsoftmax::biased_softmax_options{};
   const cudaError_t e = by_dtype(x.scalar_type(), [&](auto t) {
     using T = typename decltype(t)::type;
+    if (bias.has_value()) {
+      return rowsoftmax_ext::options_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols,
+                                             in.rows, in.cols, bo, stream, &why);
+    }
     if (mask.has_value()) {
       return rowsoftmax_ext::options_forward(log, ptr<T>(in.t), in.stride, ptr<T>(y), in.cols,
                                              in.rows, in.cols, b, stream, &why);
@@ -341,7 +379,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "fused softmax or log-softmax over the last dimension: (y, lse)", py::arg("x"),
         py::arg("scale"), py::arg("row_scale"), py::arg("log"), py::arg("zero_empty"),
         py::arg("return_lse"), py::arg("lengths"), py::arg("causal"), py::arg("diagonal"),
-        py::arg("mask"));
+        py::arg("mask"), py::arg("bias"));
   m.def("fused_backward", &fused_backward,
         "fused softmax or log-softmax backward over the last dimension: dx", py::arg("dy"),
         py::arg("y"), py::arg("scale"), py::arg("row_scale"), py::arg("log"), py::arg("lengths"),

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The extension's kernel entry points, one translation unit per element type for the plain
 // launchers (launch_<type>.cu), one per type for the fused ones (launch_fused_<type>.cu), one per
-// type for the masked ones (launch_masked_<type>.cu) and one per type for the boolean-masked ones
-// (launch_bool_masked_<type>.cu), so that they compile in parallel and without the PyTorch headers.
+// type for the masked ones (launch_masked_<type>.cu), one per type for the boolean-masked ones
+// (launch_bool_masked_<type>.cu) and one per type for the biased forward
+// (launch_biased_<type>.cu), so that they compile in parallel and without the PyTorch headers.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -27,14 +28,16 @@ cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64
 
 /// rowsoftmax::softmax_forward with options (`log`: log_softmax_forward), with the fused
 /// explain_forward's sentence in `*why` as forward's. `Options`: softmax_options,
-/// masked_softmax_options or bool_masked_softmax_options (one unit a type and options type).
+/// masked_softmax_options, bool_masked_softmax_options or biased_softmax_options (one unit a type
+/// and options type).
 template <class T, class Options>
 cudaError_t options_forward(bool log, T const* x, std::int64_t x_stride, T* y,
                             std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
                             Options const& options, cudaStream_t stream, const char** why);
 
 /// rowsoftmax::softmax_backward with options (`log`: log_softmax_backward), with the fused
-/// explain_backward's sentence in `*why` as forward's.
+/// explain_backward's sentence in `*why` as forward's (biased_softmax_options has none here: its
+/// backward is the boolean-masked one's, which the extension calls).
 template <class T, class Options>
 cudaError_t options_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
                              std::int64_t y_stride, T* dx, std::int64_t dx_stride,

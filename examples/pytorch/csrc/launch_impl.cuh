@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The definitions behind launch.cuh, written once; each launch_<type>.cu instantiates the plain
 // ones for its element type, each launch_fused_<type>.cu the fused ones, each
-// launch_masked_<type>.cu the masked ones and each launch_bool_masked_<type>.cu the
-// boolean-masked ones (one translation unit per type and family, so they compile in parallel).
+// launch_masked_<type>.cu the masked ones, each launch_bool_masked_<type>.cu the boolean-masked
+// ones and each launch_biased_<type>.cu the biased forward (one translation unit per type and
+// family, so they compile in parallel).
 #pragma once
 
 #include <rowsoftmax/rowsoftmax.cuh>
@@ -73,12 +74,16 @@ cudaError_t options_backward(bool log, T const* dy, std::int64_t dy_stride, T co
                                                    T*, std::int64_t, std::int64_t, std::int64_t,   \
                                                    cudaStream_t, const char**)
 
-/// Explicit instantiations of options_forward and options_backward for element type T and
-/// options type Options.
-#define ROWSOFTMAX_EXT_INSTANTIATE_OPTIONS(T, Options)                                            \
+/// Explicit instantiation of options_forward for element type T and options type Options.
+#define ROWSOFTMAX_EXT_INSTANTIATE_FORWARD(T, Options)                                            \
   template cudaError_t rowsoftmax_ext::options_forward<T, Options>(                               \
       bool, T const*, std::int64_t, T*, std::int64_t, std::int64_t, std::int64_t, Options const&, \
-      cudaStream_t, const char**);                                                                \
+      cudaStream_t, const char**)
+
+/// Explicit instantiations of options_forward and options_backward for element type T and
+/// options type Options.
+#define ROWSOFTMAX_EXT_INSTANTIATE_OPTIONS(T, Options) \
+  ROWSOFTMAX_EXT_INSTANTIATE_FORWARD(T, Options);      \
   template cudaError_t rowsoftmax_ext::options_backward<T, Options>(                              \
       bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t,       \
       std::int64_t, Options const&, cudaStream_t, const char**)

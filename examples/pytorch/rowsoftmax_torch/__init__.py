@@ -34,7 +34,8 @@ _ext = None
 _SOURCES = ("binding.cpp", "launch_float.cu", "launch_half.cu", "launch_bf16.cu",
            "launch_fused_float.cu", "launch_fused_half.cu", "launch_fused_bf16.cu",
            "launch_masked_float.cu", "launch_masked_half.cu", "launch_masked_bf16.cu",
-           "launch_bool_masked_float.cu", "launch_bool_masked_half.cu", "launch_bool_masked_bf16.cu")
+           "launch_bool_masked_float.cu", "launch_bool_masked_half.cu", "launch_bool_masked_bf16.cu",
+           "launch_biased_float.cu", "launch_biased_half.cu", "launch_biased_bf16.cu")
 
 
 def _extension():
@@ -102,16 +103,16 @@ def softmax_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 @torch.library.custom_op(
     "rowsoftmax::fused_forward", mutates_args=(), device_types="cuda",
     schema="(Tensor x, float scale, Tensor? row_scale, bool log, bool zero_empty, "
-           "bool return_lse, Tensor? lengths, bool causal, int diagonal, Tensor? mask) "
-           "-> (Tensor, Tensor)")
+           "bool return_lse, Tensor? lengths, bool causal, int diagonal, Tensor? mask, "
+           "Tensor? bias) -> (Tensor, Tensor)")
 def _fused_forward(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagonal,
-                   mask):
+                   mask, bias):
     return _extension().fused_forward(x, scale, row_scale, log, zero_empty, return_lse, lengths,
-                                      causal, diagonal, mask)
+                                      causal, diagonal, mask, bias)
 
 
 @_fused_forward.register_fake
-def _(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagonal, mask):
+def _(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagonal, mask, bias):
     lse_shape = x.shape[:-1] if return_lse else (0,)
     return x.new_empty(x.shape), x.new_empty(lse_shape, dtype=torch.float32)
 
@@ -131,11 +132,12 @@ def _(dy, y, scale, row_scale, log, lengths, causal, diagonal, mask):
 
 
 def _setup_context(ctx, inputs, output):
-    x, scale, row_scale, log, _, return_lse, lengths, causal, diagonal, mask = inputs
-    # x and lse only where the lse's gradient needs them (see _backward).
+    x, scale, row_scale, log, _, return_lse, lengths, causal, diagonal, mask, bias = inputs
+    # x, bias and lse only where the lse's gradient needs them (see _backward).
     ctx.save_for_backward(output[0], row_scale, lengths, mask, x if return_lse else None,
-                          output[1] if return_lse else None)
+                          output[1] if return_lse else None, bias if return_lse else None)
     ctx.scale, ctx.log, ctx.return_lse = scale, log, return_lse
+    ctx.bias_dtype = None if bias is None else bias.dtype
     ctx.causal, ctx.diagonal = causal, diagonal
     # Unused outputs give None, not zeros: no backward kernel for a y used only through lse,
     # no extra pass for an lse returned but unused.
@@ -143,23 +145,33 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, dy, dlse):
-    """The gradient with respect to x (row_scale and the other arguments get none)."""
-    y, row_scale, lengths, mask, x, lse = ctx.saved_tensors
-    dx = None
+    """The gradients with respect to x and, where it needs one, the bias (row_scale and the other
+    arguments get none)."""
+    y, row_scale, lengths, mask, x, lse, bias = ctx.saved_tensors
+    bias_grad = ctx.bias_dtype is not None and ctx.needs_input_grad[10]
+    dx = dz = None
     if dy is not None:
         dx = _fused_backward(dy, y, ctx.scale, row_scale, ctx.log, lengths, ctx.causal,
                              ctx.diagonal, mask)
+        if bias_grad:  # the gradient with respect to z = s * x + bias: the scale 1
+            dz = _fused_backward(dy, y, 1.0, None, ctx.log, lengths, ctx.causal, ctx.diagonal,
+                                 mask).float()
     if ctx.return_lse and dlse is not None:
-        # d lse / dx = s * softmax(s * x), one elementwise pass outside the kernel, in float32.
-        # softmax(s * x) = exp(s * x - lse) from x, not from y: a 16-bit log-softmax output
-        # holds |y| * 2^-11 (fp16) of absolute error, which exp(y) makes relative. It is 0
-        # where y says the column is masked or its exp underflows (y 0, log-softmax -inf).
+        # d lse / dz = softmax(z), z = s * x (+ bias), one elementwise pass outside the kernel,
+        # in float32; d lse / dx = s * softmax(z). softmax(z) = exp(z - lse) from x, not from y:
+        # a 16-bit log-softmax output holds |y| * 2^-11 (fp16) of absolute error, which exp(y)
+        # makes relative. It is 0 where y says the column is masked or its exp underflows (y 0,
+        # log-softmax -inf).
         s = ctx.scale if row_scale is None else (row_scale * ctx.scale).unsqueeze(-1)
-        p = torch.exp(x.float() * s - lse.unsqueeze(-1))
+        z = x.float() * s if bias is None else x.float() * s + bias.float()
+        p = torch.exp(z - lse.unsqueeze(-1))
         p = torch.where(y == (-math.inf if ctx.log else 0.0), 0.0, p)
-        extra = p * (dlse.unsqueeze(-1) * s)
-        dx = extra.to(y.dtype) if dx is None else (dx.float() + extra).to(y.dtype)
-    return dx, None, None, None, None, None, None, None, None, None
+        extra = p * dlse.unsqueeze(-1)
+        dx = (extra * s).to(y.dtype) if dx is None else (dx.float() + extra * s).to(y.dtype)
+        if bias_grad:
+            dz = extra if dz is None else dz + extra
+    db = None if dz is None else dz.to(ctx.bias_dtype)
+    return dx, None, None, None, None, None, None, None, None, None, db
 
 
 _fused_forward.register_autograd(_backward, setup_context=_setup_context)
@@ -222,8 +234,27 @@ def _mask(mask, x: torch.Tensor) -> torch.Tensor:
     return mask.detach().expand(x.shape)
 
 
+def _bias(bias, x: torch.Tensor) -> torch.Tensor:
+    """bias checked (float32 or x's dtype, on x's device, broadcasting to x's shape) and
+    broadcast to x.shape (its gradient flows back through the broadcast)."""
+    if not isinstance(bias, torch.Tensor):
+        raise TypeError(f"rowsoftmax: bias must be a torch.Tensor, got {type(bias).__name__}")
+    if bias.dtype not in (torch.float32, x.dtype):
+        raise TypeError(f"rowsoftmax: bias must be float32 or x's dtype ({x.dtype}), "
+                        f"got {bias.dtype}")
+    if bias.device != x.device:
+        raise ValueError(f"rowsoftmax: bias must be on {x.device}, got {bias.device}")
+    fits = bias.dim() <= x.dim()
+    for a, b in zip(reversed(bias.shape), reversed(x.shape)):
+        fits = fits and (a == 1 or a == b)
+    if not fits:
+        raise ValueError(f"rowsoftmax: bias of shape {tuple(bias.shape)} does not broadcast to "
+                         f"x's shape {tuple(x.shape)}")
+    return bias.expand(x.shape)
+
+
 def _fused(x, dim, scale, row_scale, empty, return_lse, log, lengths=None, causal=False,
-           diagonal=0, mask=None):
+           diagonal=0, mask=None, bias=None):
     _check(x, dim)
     if isinstance(scale, torch.Tensor):
         raise TypeError("rowsoftmax: scale must be a Python number (per-row tensors: row_scale)")
@@ -238,21 +269,24 @@ def _fused(x, dim, scale, row_scale, empty, return_lse, log, lengths=None, causa
         lengths = _lengths(lengths, x)
     if mask is not None:
         mask = _mask(mask, x)
+    if bias is not None:
+        bias = _bias(bias, x)
     if not isinstance(causal, bool):
         raise TypeError(f"rowsoftmax: causal must be a bool, got {type(causal).__name__}")
     if isinstance(diagonal, bool) or not isinstance(diagonal, int):
         raise TypeError(f"rowsoftmax: diagonal must be an int, got {type(diagonal).__name__}")
     diagonal = max(min(diagonal, 2**62), -2**62)  # beyond any row's reach: the same mask
     y, lse = _fused_forward(x, scale, row_scale, log, _EMPTY[empty], bool(return_lse), lengths,
-                            causal, diagonal, mask)
+                            causal, diagonal, mask, bias)
     return (y, lse) if return_lse else y
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
             row_scale: Optional[torch.Tensor] = None, empty: str = "nan",
             return_lse: bool = False, lengths: Optional[torch.Tensor] = None,
-            causal: bool = False, diagonal: int = 0, mask: Optional[torch.Tensor] = None):
-    """softmax(s * x) over the last dimension, s = scale * row_scale[row], on CUDA
+            causal: bool = False, diagonal: int = 0, mask: Optional[torch.Tensor] = None,
+            bias: Optional[torch.Tensor] = None):
+    """softmax(s * x + bias) over the last dimension, s = scale * row_scale[row], on CUDA
     float32/float16/bfloat16, with autograd. torch.softmax(x, dim) with the defaults.
 
     scale: a finite Python number (1 / temperature; 0 and negative values allowed, -inf elements
@@ -273,6 +307,11 @@ def softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
       mask (batch, 1, 1, keys); with lengths and causal, an element is kept where all keep it.
       It gets no gradient. Read in place where its broadcast rows have one stride a batch, head
       and query and its columns are contiguous, else copied contiguous first.
+    bias: optional float32 (or x's dtype) tensor on x's device broadcasting to x's shape, added
+      to the scaled logits, not scaled: z = s * x + bias (ALiBi, relative positions, float masks:
+      -inf removes an element). Read in place as mask is. A masked element stays masked whatever
+      its bias. Differentiable: its gradient is the gradient with respect to z, summed over its
+      broadcast dimensions (one more backward kernel where it requires grad).
     Masked columns' values are not used (those lengths and causal remove are not read); they are
     written as 0 (log-softmax -inf) and get no gradient; a row
     with no column kept is empty (see `empty`). log_softmax's gradient sums dy over the kept
@@ -284,14 +323,15 @@ def softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
     other dtypes, other dims and bad options.
     """
     return _fused(x, dim, scale, row_scale, empty, return_lse, log=False, lengths=lengths,
-                  causal=causal, diagonal=diagonal, mask=mask)
+                  causal=causal, diagonal=diagonal, mask=mask, bias=bias)
 
 
 def log_softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
                 row_scale: Optional[torch.Tensor] = None, empty: str = "nan",
                 return_lse: bool = False, lengths: Optional[torch.Tensor] = None,
-                causal: bool = False, diagonal: int = 0, mask: Optional[torch.Tensor] = None):
-    """log_softmax(s * x) over the last dimension, as softmax (the same options); empty="zero"
+                causal: bool = False, diagonal: int = 0, mask: Optional[torch.Tensor] = None,
+                bias: Optional[torch.Tensor] = None):
+    """log_softmax(s * x + bias) over the last dimension, as softmax (the same options); empty="zero"
     gives -inf for a row of only -inf. torch.log_softmax(x, dim) with the defaults."""
     return _fused(x, dim, scale, row_scale, empty, return_lse, log=True, lengths=lengths,
-                  causal=causal, diagonal=diagonal, mask=mask)
+                  causal=causal, diagonal=diagonal, mask=mask, bias=bias)

@@ -13,21 +13,23 @@
   KIND cudaError_t rowsoftmax::detail::launch<__VA_ARGS__>(                                 \
       rowsoftmax::plan const&, __VA_ARGS__::args const&, void*, cudaStream_t)
 
-/// The four fused ops of element type T and one options family (MASKED, KEEP: false, false for
-/// softmax_options; true, false for masked_softmax_options; true, true for
-/// bool_masked_softmax_options): softmax and log-softmax, forward and backward. No trailing `;`.
-#define ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, MASKED, KEEP)            \
-  ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(                                     \
-      KIND, rowsoftmax::detail::fused_forward_op<T, false, MASKED, KEEP>);  \
-  ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(                                     \
-      KIND, rowsoftmax::detail::fused_forward_op<T, true, MASKED, KEEP>);   \
-  ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(                                     \
-      KIND, rowsoftmax::detail::fused_backward_op<T, false, MASKED, KEEP>); \
-  ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(                                     \
-      KIND, rowsoftmax::detail::fused_backward_op<T, true, MASKED, KEEP>)
+/// The four fused ops of element type T and one options family (MASKED, KEEP, BIAS: false,
+/// false, false for softmax_options; true, false, false for masked_softmax_options; true, true,
+/// false for bool_masked_softmax_options; true, true, true for biased_softmax_options): softmax
+/// and log-softmax, forward and backward. No trailing `;`.
+#define ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, MASKED, KEEP, BIAS)            \
+  ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(                                           \
+      KIND, rowsoftmax::detail::fused_forward_op<T, false, MASKED, KEEP, BIAS>);  \
+  ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(                                           \
+      KIND, rowsoftmax::detail::fused_forward_op<T, true, MASKED, KEEP, BIAS>);   \
+  ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(                                           \
+      KIND, rowsoftmax::detail::fused_backward_op<T, false, MASKED, KEEP, BIAS>); \
+  ROWSOFTMAX_DETAIL_FUSED_OP_INSTANCES(                                           \
+      KIND, rowsoftmax::detail::fused_backward_op<T, true, MASKED, KEEP, BIAS>)
 
-/// Every fused op of element type T (the three options families).
-#define ROWSOFTMAX_DETAIL_FUSED_INSTANCES_ALL(KIND, T)      \
-  ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, false, false); \
-  ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, true, false);  \
-  ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, true, true)
+/// Every fused op of element type T (the four options families).
+#define ROWSOFTMAX_DETAIL_FUSED_INSTANCES_ALL(KIND, T)             \
+  ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, false, false, false); \
+  ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, true, false, false);  \
+  ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, true, true, false);   \
+  ROWSOFTMAX_DETAIL_FUSED_INSTANCES(KIND, T, true, true, true)

@@ -210,6 +210,114 @@ __device__ inline void apply_keeps(std::uint64_t const (&bytes)[N], T fill, vec_
   for (int k = 0; k < N; ++k) apply_keep(bytes[k], fill, v[k]);
 }
 
+/// An additive bias (biased_softmax_options), as the kernels read it.
+struct bias_operand {
+  void const* bias;  // nullptr: none
+  std::int64_t batch_stride;
+  std::int64_t head_stride;
+  std::int64_t query_stride;
+  bool f32;  // float elements, else the launch's element type
+
+  static bias_operand of(biased_softmax_options const& o) {
+    return {o.bias, o.bias_strides.batch, o.bias_strides.head, o.bias_strides.query,
+            o.bias_dtype == bias_type::f32};
+  }
+};
+
+/// Where row `row`'s bias starts (nullptr: no bias), element type T's or float's by `b.f32`;
+/// (batch, head, query) as kept_cols reads them.
+template <class T>
+__device__ inline void const* bias_row(prefix_mask const& m, bias_operand const& b,
+                                       std::int64_t row) {
+  if (b.bias == nullptr) return nullptr;
+  std::int64_t q, h, n;
+  if (m.narrow) {
+    const auto r = static_cast<unsigned>(row);
+    const unsigned bh = m.by_queries.divide(r);
+    q = r - bh * m.by_queries.d;
+    const unsigned bi = m.by_heads.divide(bh);
+    h = bh - bi * m.by_heads.d;
+    n = bi;
+  } else {
+    q = row % m.queries;
+    h = row / m.queries % m.heads;
+    n = row / m.queries / m.heads;
+  }
+  const std::int64_t at = n * b.batch_stride + h * b.head_stride + q * b.query_stride;
+  return b.f32 ? static_cast<void const*>(static_cast<float const*>(b.bias) + at)
+               : static_cast<void const*>(static_cast<T const*>(b.bias) + at);
+}
+
+/// A row's bias as the kernels read it: where it starts (bias_row) and its element type.
+struct bias_ref {
+  void const* row;  // nullptr: no bias
+  bool f32;
+};
+
+/// The bias of the window of V elements at element `e0` of a row (`r`), as floats, for its lanes
+/// before `end` (the row's kept end); 0 in the others, which touch no memory. Whole windows
+/// aligned to their bytes in vector loads, others element by element.
+template <class T, int V>
+__device__ inline void bias_window(bias_ref r, std::int64_t e0, std::int64_t end, float (&b)[V]) {
+#pragma unroll
+  for (int l = 0; l < V; ++l) b[l] = 0.0f;
+  const lanes in = lanes_in_row<V>(e0, end);
+  if (r.row == nullptr || in.lo >= in.hi) return;
+  const bool whole = in.lo == 0 && in.hi == V;
+  if (r.f32) {
+    float const* p = static_cast<float const*>(r.row) + e0;
+    if constexpr (V % 4 == 0) {
+      if (whole && reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
+#pragma unroll
+        for (int q = 0; q < V / 4; ++q) {
+          const float4 f = reinterpret_cast<float4 const*>(p)[q];
+          b[4 * q] = f.x;
+          b[4 * q + 1] = f.y;
+          b[4 * q + 2] = f.z;
+          b[4 * q + 3] = f.w;
+        }
+        return;
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < V; ++l)
+      if (l >= in.lo && l < in.hi) b[l] = p[l];
+  } else {
+    T const* p = static_cast<T const*>(r.row) + e0;
+    using vec = vec_t<T, V>;
+    if (whole && reinterpret_cast<std::uintptr_t>(p) % sizeof(vec) == 0) {
+      const vec v = vec::load(p, no_hint{});
+#pragma unroll
+      for (int l = 0; l < V; ++l) b[l] = v.at(l);
+      return;
+    }
+#pragma unroll
+    for (int l = 0; l < V; ++l)
+      if (l >= in.lo && l < in.hi) b[l] = to_float(p[l]);
+  }
+}
+
+/// The biased logit of a scaled element `p` (s * x, rounded) and its bias `b`: p + b rounded,
+/// but -inf stays -inf whatever the bias (a masked element stays masked). Rounded on its own
+/// (add_rn), so that the loads and the store of a 16-bit row, which compute it apart, agree.
+__device__ inline float biased(float p, float b) { return p == neg_inf ? neg_inf : add_rn(p, b); }
+
+/// Folds V logits into a running (max, sum of exp(z - max)): the window's max first, then its
+/// exps against the new max, the running sum rescaled (one exp more a window than a row's max
+/// known before).
+template <int V>
+__device__ inline void fold_logits(float const (&z)[V], float& m, float& s) {
+  float w = neg_inf;
+#pragma unroll
+  for (int l = 0; l < V; ++l) w = fmaxf(w, z[l]);
+  const float nm = fmaxf(m, w), shift = safe_shift(nm);
+  float sum = 0.0f;
+#pragma unroll
+  for (int l = 0; l < V; ++l) sum += exp_diff(z[l], shift);
+  s = s * exp_diff(m, shift) + sum;
+  m = nm;
+}
+
 /// What a fused op's `loaded` returns: a narrowed copy of the window where Masked, else the
 /// window itself (a copy there changes the unmasked kernels' code and registers).
 template <bool Masked>
@@ -240,14 +348,27 @@ template <class Base>
 struct keep_args : masked_args<Base> {
   element_mask keep;
 };
-template <bool Masked, class Base, bool Keep = false>
-using args_with_masks =
-    std::conditional_t<Keep, keep_args<Base>, std::conditional_t<Masked, masked_args<Base>, Base>>;
+/// A biased op's arguments: the boolean-masked ones and the bias.
+template <class Base>
+struct bias_args : keep_args<Base> {
+  bias_operand bias;
+};
+template <bool Masked, class Base, bool Keep = false, bool Bias = false>
+using args_with_masks = std::conditional_t<
+    Bias, bias_args<Base>,
+    std::conditional_t<Keep, keep_args<Base>,
+                       std::conditional_t<Masked, masked_args<Base>, Base>>>;
 
 /// Where the mask bytes of row `w` of a boolean-masked op's arguments `a` start (nullptr: none).
 template <class Args>
 __device__ inline unsigned char const* keep_row_of(Args const& a, row_window const& w) {
   return keep_row(a.mask, a.keep, a.row_base + w.row);
+}
+
+/// Row `w`'s bias of a biased op's arguments `a` (element type T's or float's).
+template <class T, class Args>
+__device__ inline bias_ref bias_row_of(Args const& a, row_window const& w) {
+  return {bias_row<T>(a.mask, a.bias, a.row_base + w.row), a.bias.f32};
 }
 
 /// The logit of an element x under the row's scale s: s * x rounded to float, but -inf stays
@@ -329,9 +450,13 @@ __device__ inline float scaled_max(vec_t<T, V> const& v, float s) {
 /// (bool_masked_softmax_options), the others -inf once loaded. As forward_op, but: fp32 slots
 /// hold the scaled logits (and, softmax, their exps after fold); 16-bit slots stay packed x,
 /// scaled where converted; log-softmax keeps logits, not exps, and its store takes no exp.
-template <class T, bool Log, bool Masked = false, bool Keep = false>
+/// `Bias` (with Keep): plus the additive bias (biased_softmax_options): fp32 slots hold the
+/// biased logits; 16-bit slots stay x, the loads fold their biased logits (fold_logits) and the
+/// store reads the bias again.
+template <class T, bool Log, bool Masked = false, bool Keep = false, bool Bias = false>
 struct fused_forward_op {
   static_assert(Masked || !Keep, "a boolean mask comes with the prefix masks' arguments");
+  static_assert(Keep || !Bias, "a bias comes with the boolean mask's arguments");
   using value_type = T;
   using reduce = online_reduce;
   using plain = forward_op<T>;
@@ -350,21 +475,29 @@ struct fused_forward_op {
     fused_params p;
     std::int64_t row_base;  // the launch's row of row 0 (tiled rows: the tile's first)
   };
-  using args = args_with_masks<Masked, base_args, Keep>;
+  using args = args_with_masks<Masked, base_args, Keep, Bias>;
+  static constexpr bool sums_at_load = Bias && !std::is_same_v<T, float>;
 
   /// A thread's slots of a row. fp32: s * x (softmax: exp(s * x - m) after fold); 16-bit: x, and
   /// the row's scale beside them (fp32 ones keep none: a register more spills the fp32 split
-  /// kernel at its bound).
-  template <int V, int N, bool KeepsScale = !std::is_same_v<T, float>>
+  /// kernel at its bound); 16-bit biased: and the sum of exp(z - m) the loads fold.
+  template <int V, int N, bool KeepsScale = !std::is_same_v<T, float>, bool Sums = sums_at_load>
   struct fragment {
     vec_t<T, V> v[N];
     float m;  // max of s * x over the thread's slots (-inf if none), set by load
     float s;  // the row's scale, set by load
   };
   template <int V, int N>
-  struct fragment<V, N, false> {
+  struct fragment<V, N, false, false> {
     vec_t<T, V> v[N];
     float m;
+  };
+  template <int V, int N>
+  struct fragment<V, N, true, true> {
+    vec_t<T, V> v[N];
+    float m;    // max of the biased logits over the thread's slots
+    float s;    // the row's scale
+    float sum;  // sum of exp(z - m) over the thread's slots
   };
 
   /// The plain op's args of the same tensors (the rows' geometry goes through it).
@@ -389,7 +522,13 @@ struct fused_forward_op {
                                   std::int64_t first_row) {
     // Unmasked, the aggregate as before the masks (through a helper, nvcc's code for the tiled
     // kernels moved).
-    if constexpr (Keep) {
+    if constexpr (Bias) {
+      return {{{base_args{tiles[0], a.cols, tiles[0], a.cols, rows, a.cols, a.p,
+                          a.row_base + first_row},
+                a.mask},
+               a.keep},
+              a.bias};
+    } else if constexpr (Keep) {
       return {
           {base_args{tiles[0], a.cols, tiles[0], a.cols, rows, a.cols, a.p, a.row_base + first_row},
            a.mask},
@@ -441,7 +580,32 @@ struct fused_forward_op {
     }
     const float s = row_scale_of(a.p, a.row_base + w.row);
     f.m = neg_inf;
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (Bias) {
+      const bias_ref br = bias_row_of<T>(a, w);
+      const std::int64_t end = loaded(a, w).cols;
+      if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+        for (int k = 0; k < N; ++k) {
+          float b[V];
+          bias_window<T, V>(br, first_element<V, Hint>(w, k), end, b);
+#pragma unroll
+          for (int l = 0; l < V; ++l)
+            f.v[k].w[l] = bits_as<std::uint32_t>(biased(logit(s, f.v[k].at(l)), b[l]));
+          f.m = fmaxf(f.m, f.v[k].max());
+        }
+      } else {
+        f.s = prepare_slots(f.v, s);
+        f.sum = 0.0f;
+#pragma unroll
+        for (int k = 0; k < N; ++k) {
+          float b[V], z[V];
+          bias_window<T, V>(br, first_element<V, Hint>(w, k), end, b);
+#pragma unroll
+          for (int l = 0; l < V; ++l) z[l] = biased(mul_rn(f.s, f.v[k].at(l)), b[l]);
+          fold_logits(z, f.m, f.sum);
+        }
+      }
+    } else if constexpr (std::is_same_v<T, float>) {
 #pragma unroll
       for (int k = 0; k < N; ++k) {
 #pragma unroll
@@ -473,7 +637,9 @@ struct fused_forward_op {
   template <int V, int N>
   __device__ static partial fold(fragment<V, N>& f) {
     const shifted_exp e{safe_shift(f.m)};
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (sums_at_load) {
+      return {f.m, f.sum};
+    } else if constexpr (std::is_same_v<T, float>) {
       return {f.m, plain::template exp_sum<keeps_exp>(f.v, e)};
     } else {
       return {f.m, plain::template exp_sum<false>(f.v, scaled_exp(e, f.s))};
@@ -527,16 +693,26 @@ struct fused_forward_op {
     const row_out o = out_of(a.p, total);
     // fp32 softmax: the slots hold exp(z - m_thread); y = that * exp(m_thread - M) / S.
     const float keep_scale = keeps_exp ? exp_diff(f.m, o.shift) * o.inv : 0.0f;
+    [[maybe_unused]] bias_ref br{};  // 16-bit biased: the row's bias, read again
+    [[maybe_unused]] std::int64_t end = 0;
+    if constexpr (sums_at_load) {
+      br = bias_row_of<T>(a, w);
+      end = loaded(a, w).cols;
+    }
     vec_t<T, V> out[N];
 #pragma unroll
     for (int k = 0; k < N; ++k) {
       vec_t<T, V> x = f.v[k];
       x.opaque();  // convert again rather than keep fold's floats alive across the exchange
+      [[maybe_unused]] float b[sums_at_load ? V : 1];
+      if constexpr (sums_at_load) bias_window<T, V>(br, first_element<V, Hint>(w, k), end, b);
       out[k] = out_window<V>(
           o,
           [&](int l) {
             if constexpr (std::is_same_v<T, float>) {
               return x.at(l);
+            } else if constexpr (sums_at_load) {
+              return biased(mul_rn(f.s, x.at(l)), b[l]);  // as finish made them
             } else {
               return mul_rn(f.s, x.at(l));  // prepared slots (prepare_slots)
             }
@@ -563,9 +739,18 @@ struct fused_forward_op {
     unsigned char const* keep;
     std::int64_t end;
   };
-  using row_state = std::conditional_t<Keep, keep_row_state, plain_row_state>;
+  struct bias_row_state : keep_row_state {
+    bias_ref bias;
+  };
+  using row_state = std::conditional_t<
+      Bias, bias_row_state, std::conditional_t<Keep, keep_row_state, plain_row_state>>;
   __device__ static row_state staged_row(args const& a, std::int64_t row) {
-    if constexpr (Keep) {
+    if constexpr (Bias) {
+      const row_window w = window<1>(a, row, 0, 1);
+      return {{a.p, row_scale_of(a.p, a.row_base + row), a.row_base + row, keep_row_of(a, w),
+               loaded(a, w).cols},
+              bias_row_of<T>(a, w)};
+    } else if constexpr (Keep) {
       const row_window w = window<1>(a, row, 0, 1);
       return {a.p, row_scale_of(a.p, a.row_base + row), a.row_base + row, keep_row_of(a, w),
               loaded(a, w).cols};
@@ -602,6 +787,40 @@ struct fused_forward_op {
       return plain::normalized(x, scaled_exp<E, true>(e, r.s), zero ? 0.0f : inv);
     }
   }
+  /// Bias: the staged tiers fold and store a window through these instead, given its first
+  /// element `e0` (its bias read there; x masked by staged_window before).
+  static constexpr bool biases_staged = Bias;
+  template <int V>
+  __device__ static void biased_logits(vec_t<T, V> const& x, row_state const& r, std::int64_t e0,
+                                       float (&z)[V]) {
+    float b[V];
+    bias_window<T, V>(r.bias, e0, r.end, b);
+#pragma unroll
+    for (int l = 0; l < V; ++l) z[l] = biased(logit(r.s, x.at(l)), b[l]);
+  }
+  template <int V>
+  __device__ static void fold_at(vec_t<T, V> const& x, row_state const& r, std::int64_t e0,
+                                 float& m, float& s) {
+    float z[V];
+    biased_logits(x, r, e0, z);
+    fold_logits(z, m, s);
+  }
+  template <int V, class E>
+  __device__ static vec_t<T, V> normalized_at(vec_t<T, V> const& x, E const& e, float inv,
+                                              partial total, row_state const& r,
+                                              std::int64_t e0) {
+    float z[V];
+    biased_logits(x, r, e0, z);
+    if constexpr (Log) {
+      return out_window<V>(out_of(r.p, total), [&](int l) { return z[l]; }, 0.0f);
+    } else {
+      const float k = (r.p.zero_empty && total.s == 0.0f ? 0.0f : inv) * e.scale;
+      float y[V];
+#pragma unroll
+      for (int l = 0; l < V; ++l) y[l] = e(z[l]) * k;
+      return vec_t<T, V>::round(y);
+    }
+  }
   /// The row's log-sum-exp, by the one thread the staged tier asks.
   __device__ static void staged_lse(row_state const& r, partial total) {
     put_lse(r.p, r.row, 0, total);
@@ -612,9 +831,13 @@ struct fused_forward_op {
 /// log-softmax dx = s * (dy - exp(y) * sum(dy)); `Masked`: over the kept columns, dy and y of
 /// the others not loaded and their dx 0; `Keep`: the boolean mask's too, their dy and y taken
 /// as 0 once loaded. As backward_op; the scale is applied at the store.
-template <class T, bool Log, bool Masked = false, bool Keep = false>
+/// `Bias`: the backward of a biased forward (biased_softmax_options), which does not read the
+/// bias: the Keep op's code, a type of its own so that its kernels are compiled with the biased
+/// forward's (instantiate_fused.cuh: one variant, one unit).
+template <class T, bool Log, bool Masked = false, bool Keep = false, bool Bias = false>
 struct fused_backward_op {
   static_assert(Masked || !Keep, "a boolean mask comes with the prefix masks' arguments");
+  static_assert(Keep || !Bias, "a bias comes with the boolean mask's arguments");
   using value_type = T;
   using reduce = sum_reduce;
   using plain = backward_op<T>;

@@ -168,6 +168,7 @@ struct forward_op {
   /// (e0: the row's element of its first lane) before they fold and store it: the fused ops'
   /// boolean mask, which puts -inf in its masked elements.
   static constexpr bool masks_staged = false;
+  static constexpr bool biases_staged = false;  // see fused_forward_op
   template <int V>
   __device__ static float max_of(vec_t<T, V> const& v, row_state) {
     return v.max();

@@ -143,6 +143,16 @@ struct staged_share {
     for (int h = 0; h < 2; ++h) {
       while (!cuda::ptx::mbarrier_try_wait_parity(&landed[h], static_cast<std::uint32_t>(parity))) {
       }
+      if constexpr (Op::biases_staged) {
+        // Biased: each window's logits folded into the running total (Op::fold_at).
+#pragma unroll
+        for (int k = 0; k < half; ++k) {
+          const std::int64_t e0 = element((h * half + k) * threads);
+          const vec x = Op::staged_window(bits_as<vec>(staged[(h * half + k) * threads + threadIdx.x]), rs, e0);
+          Op::fold_at(x, rs, e0, running_max, running_sum);
+        }
+        continue;
+      }
       vec v[half];
       float half_max = neg_inf;
 #pragma unroll
@@ -180,7 +190,11 @@ struct staged_share {
     for (int k = K0; k < K1; ++k) {
       const int i = k * threads + static_cast<int>(threadIdx.x);
       if (i < owned && i >= held_back) {
-        if constexpr (Op::masks_staged) {
+        if constexpr (Op::biases_staged) {
+          const std::int64_t e0 = element(k * threads);
+          const vec x = Op::staged_window(bits_as<vec>(staged[i]), rs, e0);
+          store_window(i, Op::normalized_at(x, e, inv, total, rs, e0));
+        } else if constexpr (Op::masks_staged) {
           const vec x = Op::staged_window(bits_as<vec>(staged[i]), rs, element(k * threads));
           store_window(i, Op::normalized_of(x, e, inv, total, rs));
         } else {
@@ -234,7 +248,12 @@ struct staged_share {
         const int i = i0 + k * threads + static_cast<int>(threadIdx.x);
         if (i < held_back)
           store_window(i, with_exp(exp_shift, [&](auto const& e) {
-                         return Op::normalized_of(v[k], e, inv, row_total, rs);
+                         if constexpr (Op::biases_staged) {
+                           return Op::normalized_at(v[k], e, inv, row_total, rs,
+                                                    element(i0 + k * threads));
+                         } else {
+                           return Op::normalized_of(v[k], e, inv, row_total, rs);
+                         }
                        }));
       }
     }
