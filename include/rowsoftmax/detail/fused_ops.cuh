@@ -297,6 +297,23 @@ __device__ inline void bias_window(bias_ref r, std::int64_t e0, std::int64_t end
   }
 }
 
+/// Windows whose bias a biased op with fp32 slots reads at once, of a thread's N: all their loads
+/// issued before any is used, so that a thread waits a memory latency a group, not a window, and
+/// holds a group's bias in registers, not a fragment's. 16-bit ops read a window's at a time:
+/// four windows' spilled them (tuning log, additive bias).
+template <class T, int N>
+inline constexpr int bias_group = std::is_same_v<T, float> ? (N < 4 ? N : 4) : 1;
+
+/// The bias (bias_window) of a thread's windows [k0, k0 + G) of a row (its window `w`, `Hint`
+/// as first_element's), of its N; those past the N-th not read.
+template <class T, int V, int G, int N, class Hint>
+__device__ inline void bias_windows(bias_ref r, row_window const& w, int k0, std::int64_t end,
+                                    float (&b)[G][V]) {
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+    if (k0 + g < N) bias_window<T, V>(r, first_element<V, Hint>(w, k0 + g), end, b[g]);
+}
+
 /// The biased logit of a scaled element `p` (s * x, rounded) and its bias `b`: p + b rounded,
 /// but -inf stays -inf whatever the bias (a masked element stays masked). Rounded on its own
 /// (add_rn), so that the loads and the store of a 16-bit row, which compute it apart, agree.
@@ -583,26 +600,30 @@ struct fused_forward_op {
     if constexpr (Bias) {
       const bias_ref br = bias_row_of<T>(a, w);
       const std::int64_t end = loaded(a, w).cols;
-      if constexpr (std::is_same_v<T, float>) {
-#pragma unroll
-        for (int k = 0; k < N; ++k) {
-          float b[V];
-          bias_window<T, V>(br, first_element<V, Hint>(w, k), end, b);
-#pragma unroll
-          for (int l = 0; l < V; ++l)
-            f.v[k].w[l] = bits_as<std::uint32_t>(biased(logit(s, f.v[k].at(l)), b[l]));
-          f.m = fmaxf(f.m, f.v[k].max());
-        }
-      } else {
+      constexpr int G = bias_group<T, N>;
+      if constexpr (!std::is_same_v<T, float>) {
         f.s = prepare_slots(f.v, s);
         f.sum = 0.0f;
+      }
 #pragma unroll
-        for (int k = 0; k < N; ++k) {
-          float b[V], z[V];
-          bias_window<T, V>(br, first_element<V, Hint>(w, k), end, b);
+      for (int k0 = 0; k0 < N; k0 += G) {
+        float b[G][V];
+        bias_windows<T, V, G, N, Hint>(br, w, k0, end, b);
 #pragma unroll
-          for (int l = 0; l < V; ++l) z[l] = biased(mul_rn(f.s, f.v[k].at(l)), b[l]);
-          fold_logits(z, f.m, f.sum);
+        for (int g = 0; g < G; ++g) {
+          const int k = k0 + g;
+          if (k >= N) continue;
+          if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+            for (int l = 0; l < V; ++l)
+              f.v[k].w[l] = bits_as<std::uint32_t>(biased(logit(s, f.v[k].at(l)), b[g][l]));
+            f.m = fmaxf(f.m, f.v[k].max());
+          } else {
+            float z[V];
+#pragma unroll
+            for (int l = 0; l < V; ++l) z[l] = biased(mul_rn(f.s, f.v[k].at(l)), b[g][l]);
+            fold_logits(z, f.m, f.sum);
+          }
         }
       }
     } else if constexpr (std::is_same_v<T, float>) {
@@ -788,7 +809,10 @@ struct fused_forward_op {
     }
   }
   /// Bias: the staged tiers fold and store a window through these instead, given its first
-  /// element `e0` (its bias read there; x masked by staged_window before).
+  /// element `e0` (its bias read there; x masked by staged_window before). A window's bias is
+  /// read and used before the next one's: reading four windows' first spilled the staged kernels
+  /// 2.5-4.4 KB, and reading each before its window's shared-memory read lost 1-5% (tuning
+  /// log, additive bias).
   static constexpr bool biases_staged = Bias;
   template <int V>
   __device__ static void biased_logits(vec_t<T, V> const& x, row_state const& r, std::int64_t e0,
