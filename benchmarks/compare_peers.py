@@ -17,10 +17,10 @@ Writes compare.csv, compare.json, compare_forward.png and compare_backward.png t
     PYTHONPATH=examples/pytorch python benchmarks/compare_peers.py --fused --out results/
 
 compares instead the fused calls (rowsoftmax_torch.softmax / log_softmax with a scale, per-row
-scales, lengths, causal or a boolean mask) with the torch expressions a user would run instead,
+scales, lengths, causal, a boolean mask or an ALiBi bias) with the torch expressions a user would run instead,
 eager and under torch.compile, forward, on attention scores and vocabulary rows; TB/s over the
 bytes the fused call must move (2*rows*cols*size, a mask's columns counted as read, plus a boolean
-mask's bytes once); writes compare_fused.csv, compare_fused.json and compare_fused.png.
+mask's or a bias's bytes once); writes compare_fused.csv, compare_fused.json and compare_fused.png.
 """
 from __future__ import annotations
 
@@ -384,13 +384,14 @@ def plot(results, out_dir, meta):
 
 def fused_cases():
     """(label, shape, dtype, case) for the fused comparison: attention scores (batch, heads,
-    queries, keys), 16-bit, scaled, causal or key-padded; vocabulary rows, bf16 and fp32,
+    queries, keys), 16-bit, scaled, causal, key-padded, a boolean mask or an ALiBi bias;
+    vocabulary rows, bf16 and fp32,
     log-softmax or a temperature a row. The two families alternate, so that a run cut short by
     its time budget still has some of each."""
     attn, vocab = [], []
     for b, h, q in ((8, 12, 512), (2, 32, 2048), (1, 32, 4096)):
         for dtype in (torch.bfloat16, torch.float16):
-            for case in ("scaled", "causal", "padded", "mask"):
+            for case in ("scaled", "causal", "padded", "mask", "alibi"):
                 attn.append((f"attn {b}x{h}x{q}x{q} {case}", (b, h, q, q), dtype, case))
     for cols in (128256, 151936, 256000):
         rows = max(1, 2 ** 27 // cols)
@@ -407,7 +408,7 @@ def fused_calls(case, x):
     """({name: forward()}, expr, extra bytes) for one fused case on scores or logits `x`:
     rowsoftmax's fused call, and the torch expression `expr` it replaces, eager and compiled (the
     mask and temperatures made once, outside the timed calls, as a model holds them); extra bytes
-    the bytes of a boolean mask the call must read, once (it is broadcast over the heads)."""
+    the bytes of a boolean mask or a bias the call must read, once (they are broadcast)."""
     import rowsoftmax_torch as rs
     cols = x.shape[-1]
     s = 1.0 / math.sqrt(128.0)
@@ -432,6 +433,13 @@ def fused_calls(case, x):
         extra = keep.numel()
         ours = lambda: rs.softmax(x, scale=s, mask=keep)
         expr = lambda x: torch.softmax((x * s).masked_fill(~keep, -math.inf), dim=-1)
+    elif case == "alibi":  # a bias a head of x's dtype, shared by batches and queries
+        heads = x.shape[1]
+        slopes = 2.0 ** (-8.0 * torch.arange(1, heads + 1, device=x.device) / heads)
+        bias = (-slopes.view(1, heads, 1, 1) * torch.arange(cols, device=x.device)).to(x.dtype)
+        extra = bias.numel() * bias.element_size()
+        ours = lambda: rs.softmax(x, scale=s, bias=bias)
+        expr = lambda x: torch.softmax(x * s + bias, dim=-1)
     elif case == "log":
         ours = lambda: rs.log_softmax(x)
         expr = lambda x: torch.log_softmax(x, dim=-1)
