@@ -549,7 +549,8 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
   };
   // Biased: backward takes the forward's options and does not read the bias.
   ROWSOFTMAX_CUDA_OK(
-      c.bias != 0  ? launch_with(masks.bias_options<T>(c, o, len_buf.ptr, keep_buf.ptr, bias_buf.ptr))
+      c.bias != 0
+          ? launch_with(masks.bias_options<T>(c, o, len_buf.ptr, keep_buf.ptr, bias_buf.ptr))
       : c.keep != 0 ? launch_with(masks.keep_options(c, o, len_buf.ptr, keep_buf.ptr))
       : c.masked()  ? launch_with(masks.options(c, o, len_buf.ptr))
                     : launch_with(o));
@@ -1036,9 +1037,8 @@ REGISTER_TYPED_TEST_SUITE_P(Fused, EveryTierPlanned, MaskedEveryTierPlanned,
                             BoolMaskEveryTierPlanned, SpecialValuesAndEmptyRows,
                             MaskedSpecialValues, BoolMaskSpecialValues,
                             EveryConfigurationThatHoldsTheRow, MaskedEveryConfiguration,
-                            BoolMaskEveryConfiguration, BiasEveryTierPlanned,
-                            BiasSpecialValues, BiasEveryConfiguration,
-                            GraphReadsRowScalesWhenItRuns,
+                            BoolMaskEveryConfiguration, BiasEveryTierPlanned, BiasSpecialValues,
+                            BiasEveryConfiguration, GraphReadsRowScalesWhenItRuns,
                             GraphReadsLengthsWhenItRuns, RefusedOptionsWriteNothing,
                             RefusedMasksWriteNothing, SanitizerSubset);
 

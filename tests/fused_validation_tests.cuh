@@ -263,8 +263,8 @@ TEST(FusedValidation, BiasIsCheckedAndExplained) {
                                                 4, 8, h),
             nullptr);
   h.bias = fake<void const>(0x40001);
-  EXPECT_EQ(why(rowsoftmax::explain_forward<__half>(fake<__half>(0x10000), 8,
-                                                    fake<__half>(0x20000), 8, 4, 8, h)),
+  EXPECT_EQ(why(rowsoftmax::explain_forward<__half>(fake<__half>(0x10000), 8, fake<__half>(0x20000),
+                                                    8, 4, 8, h)),
             "options.bias (0x40001) is not aligned to its element size (bias_dtype input)");
   h.bias = nullptr;
   h.bias_strides = {-1, -1, -1};

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Public fused launchers: softmax and log-softmax, forward and backward, with a scale (one a
 // call and one a row), a row log-sum-exp output and an empty-row policy (softmax_options), and
-// with the masks that keep a prefix of each row (masked_softmax_options: lengths, causal) and a
-// boolean mask (bool_masked_softmax_options), in the one read and one write of plain softmax,
-// through every tier.
+// with the masks that keep a prefix of each row (masked_softmax_options: lengths, causal), a
+// boolean mask (bool_masked_softmax_options) and an additive bias (biased_softmax_options), in
+// the one read and one write of plain softmax (and the bias's read), through every tier.
 #pragma once
 
 #include <cmath>
@@ -225,8 +225,7 @@ using if_masked_options = std::enable_if_t<is_masked_options_v<Options>, int>;
 /// boolean mask, keep_args; with a bias, bias_args).
 template <bool Masked, bool Keep, bool Bias, class Base, class Options>
 args_with_masks<Masked, Base, Keep, Bias> call_args(Base const& b, Options const& o,
-                                                    std::int64_t rows,
-                                                    std::int64_t cols) noexcept {
+                                                    std::int64_t rows, std::int64_t cols) noexcept {
   if constexpr (Bias) {
     return {{{b, prefix_mask::of(o, rows, cols)}, element_mask::of(o)}, bias_operand::of(o)};
   } else if constexpr (Keep) {
@@ -450,10 +449,10 @@ cudaError_t launch_fused_backward(void* workspace, std::size_t* workspace_bytes,
                                   std::int64_t cols, Options const& options,
                                   cudaStream_t stream) noexcept {
   constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>;
-  return launch_call(fused_backward_call<T, Log, masked, keep, has_bias_v<Options>>(
-                         dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols,
-                         options),
-                     workspace, workspace_bytes, stream);
+  return launch_call(
+      fused_backward_call<T, Log, masked, keep, has_bias_v<Options>>(
+          dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options),
+      workspace, workspace_bytes, stream);
 }
 
 template <class Call>
@@ -495,10 +494,12 @@ cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::in
 /// @brief Masked softmax, strided rows: the fused softmax_forward over the columns each row's
 /// prefix masks keep (masked_softmax_options: lengths, causal) and, where `options` is a
 /// bool_masked_softmax_options, its boolean mask keeps; the others written as 0, their values
-/// not used (those past a prefix mask's end not read). cudaErrorInvalidValue also for the
-/// masks' rules (masked_softmax_options, bool_masked_softmax_options), nothing launched then.
-/// `Options`: masked_softmax_options or bool_masked_softmax_options (the masked overloads of
-/// every fused launcher, plan query and explanation below take either).
+/// not used (those past a prefix mask's end not read); with a biased_softmax_options, the
+/// logits s * x + bias. cudaErrorInvalidValue also for the masks' and the bias's rules
+/// (masked_softmax_options, bool_masked_softmax_options, biased_softmax_options), nothing
+/// launched then. `Options`: masked_softmax_options, bool_masked_softmax_options or
+/// biased_softmax_options (the masked overloads of every fused launcher, plan query and
+/// explanation below take any of them; backward takes the forward's and ignores the bias).
 ///
 /// @code
 /// rowsoftmax::masked_softmax_options o;  // scores: batch x heads x queries rows of keys
@@ -516,6 +517,14 @@ cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::in
 /// m.keep = attn_mask;                        // (batch, 1, queries, keys), broadcast over heads
 /// m.keep_strides = {queries * keys, 0, keys};
 /// rowsoftmax::softmax_forward(s, keys, p, keys, batch * heads * queries, keys, m, stream);
+///
+/// rowsoftmax::biased_softmax_options b;  // ALiBi: a float bias row a head
+/// b.heads = heads;
+/// b.queries = queries;
+/// b.bias = alibi;                          // (heads, keys) floats
+/// b.bias_dtype = rowsoftmax::bias_type::f32;
+/// b.bias_strides = {0, keys, 0};
+/// rowsoftmax::softmax_forward(s, keys, p, keys, batch * heads * queries, keys, b, stream);
 /// @endcode
 template <class T, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,

@@ -264,8 +264,8 @@ rowsoftmax::biased_softmax_options biased_options(torch::Tensor const& like,
   }
   *keep = t;
   o.bias = t.data_ptr();
-  o.bias_dtype = t.scalar_type() == torch::kFloat ? rowsoftmax::bias_type::f32
-                                                   : rowsoftmax::bias_type::input;
+  o.bias_dtype =
+      t.scalar_type() == torch::kFloat ? rowsoftmax::bias_type::f32 : rowsoftmax::bias_type::input;
   return o;
 }
 
@@ -276,13 +276,10 @@ rowsoftmax::biased_softmax_options biased_options(torch::Tensor const& like,
 // With `lengths` or `causal`, the masked launchers (masked_options); with `mask` (true takes
 // part), the boolean-masked ones (bool_masked_options); with `bias` (z = s * x + bias), the biased
 // ones (biased_options).
-std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double scale,
-                                                       std::optional<torch::Tensor> row_scale,
-                                                       bool log, bool zero_empty, bool return_lse,
-                                                       std::optional<torch::Tensor> lengths,
-                                                       bool causal, std::int64_t diagonal,
-                                                       std::optional<torch::Tensor> mask,
-                                                       std::optional<torch::Tensor> bias) {
+std::tuple<torch::Tensor, torch::Tensor> fused_forward(
+    torch::Tensor x, double scale, std::optional<torch::Tensor> row_scale, bool log,
+    bool zero_empty, bool return_lse, std::optional<torch::Tensor> lengths, bool causal,
+    std::int64_t diagonal, std::optional<torch::Tensor> mask, std::optional<torch::Tensor> bias) {
   check_input(x, "x");
   const c10::cuda::CUDAGuard guard(x.device());
   torch::Tensor rs;
@@ -307,9 +304,9 @@ std::tuple<torch::Tensor, torch::Tensor> fused_forward(torch::Tensor x, double s
   rowsoftmax::bool_masked_softmax_options b;
   static_cast<rowsoftmax::masked_softmax_options&>(b) = m;
   if (mask.has_value()) b = bool_masked_options(x, m, *mask, &keep_mask);
-  const rowsoftmax::biased_softmax_options bo =
-      bias.has_value() ? biased_options(x, b, *bias, &keep_bias)
-                       : rowsoftmax::biased_softmax_options{};
+  const rowsoftmax::biased_softmax_options bo = bias.has_value()
+                                                    ? biased_options(x, b, *bias, &keep_bias)
+                                                    : rowsoftmax::biased_softmax_options{};
   const cudaError_t e = by_dtype(x.scalar_type(), [&](auto t) {
     using T = typename decltype(t)::type;
     if (bias.has_value()) {

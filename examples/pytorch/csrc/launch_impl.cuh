@@ -82,8 +82,8 @@ cudaError_t options_backward(bool log, T const* dy, std::int64_t dy_stride, T co
 
 /// Explicit instantiations of options_forward and options_backward for element type T and
 /// options type Options.
-#define ROWSOFTMAX_EXT_INSTANTIATE_OPTIONS(T, Options) \
-  ROWSOFTMAX_EXT_INSTANTIATE_FORWARD(T, Options);      \
-  template cudaError_t rowsoftmax_ext::options_backward<T, Options>(                              \
-      bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t,       \
+#define ROWSOFTMAX_EXT_INSTANTIATE_OPTIONS(T, Options)                                      \
+  ROWSOFTMAX_EXT_INSTANTIATE_FORWARD(T, Options);                                           \
+  template cudaError_t rowsoftmax_ext::options_backward<T, Options>(                        \
+      bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t, \
       std::int64_t, Options const&, cudaStream_t, const char**)

@@ -317,7 +317,9 @@ __device__ inline void bias_windows(bias_ref r, row_window const& w, int k0, std
 /// The biased logit of a scaled element `p` (s * x, rounded) and its bias `b`: p + b rounded,
 /// but -inf stays -inf whatever the bias (a masked element stays masked). Rounded on its own
 /// (add_rn), so that the loads and the store of a 16-bit row, which compute it apart, agree.
-__device__ inline float biased(float p, float b) { return p == neg_inf ? neg_inf : add_rn(p, b); }
+__device__ inline float biased(float p, float b) {
+  return p == neg_inf ? neg_inf : add_rn(p, b);
+}
 
 /// Folds V logits into a running (max, sum of exp(z - max)): the window's max first, then its
 /// exps against the new max, the running sum rescaled (one exp more a window than a row's max
@@ -373,8 +375,7 @@ struct bias_args : keep_args<Base> {
 template <bool Masked, class Base, bool Keep = false, bool Bias = false>
 using args_with_masks = std::conditional_t<
     Bias, bias_args<Base>,
-    std::conditional_t<Keep, keep_args<Base>,
-                       std::conditional_t<Masked, masked_args<Base>, Base>>>;
+    std::conditional_t<Keep, keep_args<Base>, std::conditional_t<Masked, masked_args<Base>, Base>>>;
 
 /// Where the mask bytes of row `w` of a boolean-masked op's arguments `a` start (nullptr: none).
 template <class Args>
@@ -763,8 +764,8 @@ struct fused_forward_op {
   struct bias_row_state : keep_row_state {
     bias_ref bias;
   };
-  using row_state = std::conditional_t<
-      Bias, bias_row_state, std::conditional_t<Keep, keep_row_state, plain_row_state>>;
+  using row_state = std::conditional_t<Bias, bias_row_state,
+                                       std::conditional_t<Keep, keep_row_state, plain_row_state>>;
   __device__ static row_state staged_row(args const& a, std::int64_t row) {
     if constexpr (Bias) {
       const row_window w = window<1>(a, row, 0, 1);
@@ -831,12 +832,12 @@ struct fused_forward_op {
   }
   template <int V, class E>
   __device__ static vec_t<T, V> normalized_at(vec_t<T, V> const& x, E const& e, float inv,
-                                              partial total, row_state const& r,
-                                              std::int64_t e0) {
+                                              partial total, row_state const& r, std::int64_t e0) {
     float z[V];
     biased_logits(x, r, e0, z);
     if constexpr (Log) {
-      return out_window<V>(out_of(r.p, total), [&](int l) { return z[l]; }, 0.0f);
+      return out_window<V>(
+          out_of(r.p, total), [&](int l) { return z[l]; }, 0.0f);
     } else {
       const float k = (r.p.zero_empty && total.s == 0.0f ? 0.0f : inv) * e.scale;
       float y[V];

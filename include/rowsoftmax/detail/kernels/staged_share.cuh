@@ -148,7 +148,8 @@ struct staged_share {
 #pragma unroll
         for (int k = 0; k < half; ++k) {
           const std::int64_t e0 = element((h * half + k) * threads);
-          const vec x = Op::staged_window(bits_as<vec>(staged[(h * half + k) * threads + threadIdx.x]), rs, e0);
+          const vec x = Op::staged_window(
+              bits_as<vec>(staged[(h * half + k) * threads + threadIdx.x]), rs, e0);
           Op::fold_at(x, rs, e0, running_max, running_sum);
         }
         continue;
