@@ -8,59 +8,114 @@
 //   nvcc -O3 -DNDEBUG -std=c++17 -arch=sm_90 -I<old tree>/include ab_bias.cu -o ab_old
 //   nvcc -O3 -DNDEBUG -std=c++17 -arch=sm_90 -I<new tree>/include ab_bias.cu -o ab_new
 //   OUT=out benchmarks/ab_bias/run.sh
-#include <rowsoftmax/rowsoftmax.cuh>
-#include <cstdio>
-#include <vector>
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <rowsoftmax/rowsoftmax.cuh>
+#include <vector>
 using namespace rowsoftmax;
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("ERR %s line %d\n", cudaGetErrorString(e_), __LINE__); exit(1);} } while (0)
-template <class T> __global__ void fill(T* p, size_t n, unsigned seed, float lo, float hi) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)(i * 2654435761u) ^ seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
+#define CK(x)                                                       \
+  do {                                                              \
+    cudaError_t e_ = (x);                                           \
+    if (e_ != cudaSuccess) {                                        \
+      printf("ERR %s line %d\n", cudaGetErrorString(e_), __LINE__); \
+      exit(1);                                                      \
+    }                                                               \
+  } while (0)
+template <class T>
+__global__ void fill(T* p, size_t n, unsigned seed, float lo, float hi) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    unsigned h = (unsigned)(i * 2654435761u) ^ seed;
+    h ^= h >> 13;
+    h *= 0x5bd1e995u;
+    h ^= h >> 15;
     p[i] = detail::from_float<T>(lo + (hi - lo) * (h & 0xffffff) / 16777216.0f);
   }
 }
 __global__ void hashk(unsigned char const* p, size_t n, unsigned long long* out) {
   unsigned long long h = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
     h += (unsigned long long)(p[i] + 1) * (i * 0x9E3779B97F4A7C15ull + 1);
   atomicAdd(out, h);
 }
-template <class T> unsigned long long hash(T const* p, size_t n) {
-  unsigned long long* d; CK(cudaMalloc(&d, 8)); CK(cudaMemset(d, 0, 8));
-  hashk<<<264, 256>>>((unsigned char const*)p, n * sizeof(T), d); unsigned long long h; CK(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost)); cudaFree(d); return h;
+template <class T>
+unsigned long long hash(T const* p, size_t n) {
+  unsigned long long* d;
+  CK(cudaMalloc(&d, 8));
+  CK(cudaMemset(d, 0, 8));
+  hashk<<<264, 256>>>((unsigned char const*)p, n * sizeof(T), d);
+  unsigned long long h;
+  CK(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
+  cudaFree(d);
+  return h;
 }
-template <class T> void one(const char* name, long rows, long cols, bool scores, int reps, bool log = false, int off = 0) {
-  T *x, *y; void* b;
+template <class T>
+void one(const char* name, long rows, long cols, bool scores, int reps, bool log = false,
+         int off = 0) {
+  T *x, *y;
+  void* b;
   size_t n = rows * cols;
-  CK(cudaMalloc(&x, n * sizeof(T))); CK(cudaMalloc(&y, n * sizeof(T)));
-  size_t bn = scores ? n + 8 : cols + 8; size_t be = scores ? sizeof(T) : 4;
+  CK(cudaMalloc(&x, n * sizeof(T)));
+  CK(cudaMalloc(&y, n * sizeof(T)));
+  size_t bn = scores ? n + 8 : cols + 8;
+  size_t be = scores ? sizeof(T) : 4;
   CK(cudaMalloc(&b, bn * be));
   fill<T><<<264, 256>>>(x, n, 1, -8, 8);
-  if (scores) fill<T><<<264, 256>>>((T*)b, bn, 2, -2, 2); else fill<float><<<264, 256>>>((float*)b, bn, 2, -2, 2);
-  biased_softmax_options o; o.scale = 0.125f;
+  if (scores)
+    fill<T><<<264, 256>>>((T*)b, bn, 2, -2, 2);
+  else
+    fill<float><<<264, 256>>>((float*)b, bn, 2, -2, 2);
+  biased_softmax_options o;
+  o.scale = 0.125f;
   o.bias = scores ? (void const*)((T const*)b + off) : (void const*)((float const*)b + off);
   o.bias_dtype = scores ? bias_type::input : bias_type::f32;
   o.bias_strides = scores ? broadcast_strides{cols, 0, 0} : broadcast_strides{0, 0, 0};
-  auto go = [&] { return log ? log_softmax_forward(x, cols, y, cols, rows, cols, o) : softmax_forward(x, cols, y, cols, rows, cols, o); };
-  CK(go()); CK(cudaDeviceSynchronize());
+  auto go = [&] {
+    return log ? log_softmax_forward(x, cols, y, cols, rows, cols, o)
+               : softmax_forward(x, cols, y, cols, rows, cols, o);
+  };
+  CK(go());
+  CK(cudaDeviceSynchronize());
   unsigned long long h = hash(y, n);
   std::vector<float> t;
-  cudaEvent_t a, c; cudaEventCreate(&a); cudaEventCreate(&c);
-  for (int r = 0; r < reps; ++r) { cudaEventRecord(a); go(); cudaEventRecord(c); cudaEventSynchronize(c); float ms; cudaEventElapsedTime(&ms, a, c); t.push_back(ms * 1000); }
+  cudaEvent_t a, c;
+  cudaEventCreate(&a);
+  cudaEventCreate(&c);
+  for (int r = 0; r < reps; ++r) {
+    cudaEventRecord(a);
+    go();
+    cudaEventRecord(c);
+    cudaEventSynchronize(c);
+    float ms;
+    cudaEventElapsedTime(&ms, a, c);
+    t.push_back(ms * 1000);
+  }
   std::sort(t.begin(), t.end());
   double us = reps ? t[t.size() / 2] : 0;
   double bytes = 2.0 * n * sizeof(T) + (scores ? n * sizeof(T) : cols * 4.0);
-  printf("%-6s %8ld %8ld %s %-5s us %9.2f  TB/s %6.3f  hash %016llx\n", name, rows, cols, scores ? "Tbias" : "f32b ", log ? "log" : "soft", us, reps ? bytes / us / 1e6 : 0, h);
-  cudaFree(x); cudaFree(y); cudaFree(b);
+  printf("%-6s %8ld %8ld %s %-5s us %9.2f  TB/s %6.3f  hash %016llx\n", name, rows, cols,
+         scores ? "Tbias" : "f32b ", log ? "log" : "soft", us, reps ? bytes / us / 1e6 : 0, h);
+  cudaFree(x);
+  cudaFree(y);
+  cudaFree(b);
 }
-template <class T> void all(const char* name) {
+template <class T>
+void all(const char* name) {
   for (long cols : {512L, 2048L, 4096L}) one<T>(name, (1L << 27) / cols, cols, true, 30);
   for (long cols : {32768L, 131072L, 1048576L}) one<T>(name, (1L << 27) / cols, cols, false, 30);
   // Correctness shapes (hash only): ragged, odd offsets, every tier, log too.
   for (long cols : {1L, 7L, 33L, 130L, 1000L, 4097L, 20000L, 50257L, 131072L, 300001L, 1048579L})
-    for (int off : {0, 1}) { one<T>(name, 3, cols, true, 0, off == 1, off); one<T>(name, 5, cols, false, 0, off == 0, off); }
-  one<T>(name, 517, 1000, true, 0, false, 3); one<T>(name, 517, 33, false, 0, true, 1);
+    for (int off : {0, 1}) {
+      one<T>(name, 3, cols, true, 0, off == 1, off);
+      one<T>(name, 5, cols, false, 0, off == 0, off);
+    }
+  one<T>(name, 517, 1000, true, 0, false, 3);
+  one<T>(name, 517, 33, false, 0, true, 1);
 }
-int main() { all<float>("fp32"); all<__half>("fp16"); all<__nv_bfloat16>("bf16"); }
+int main() {
+  all<float>("fp32");
+  all<__half>("fp16");
+  all<__nv_bfloat16>("bf16");
+}
