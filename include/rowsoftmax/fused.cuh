@@ -61,6 +61,11 @@ inline std::uint64_t broadcast_span(broadcast_strides const& st, std::int64_t ro
   return (end + 1) * elem_size;
 }
 
+/// Whether broadcast strides `st` have a negative one.
+inline bool has_negative(broadcast_strides const& st) noexcept {
+  return st.batch < 0 || st.head < 0 || st.query < 0;
+}
+
 /// Whether `span` bytes at `p` (a mask the kernels read) meet what the call writes: an output
 /// tensor, or forward's row_lse (rows > 0).
 template <std::size_t N>
@@ -88,8 +93,7 @@ option_rule check_masks(masked_softmax_options const& o, direction dir, tensor_a
   if (o.lengths == nullptr) return option_rule::ok;
   if (reinterpret_cast<std::uintptr_t>(o.lengths) % alignof(int) != 0)
     return option_rule::lengths_misaligned;
-  if (o.lengths_strides.batch < 0 || o.lengths_strides.head < 0 || o.lengths_strides.query < 0)
-    return option_rule::negative_stride;
+  if (has_negative(o.lengths_strides)) return option_rule::negative_stride;
   if (rows == 0) return option_rule::ok;
   const std::uint64_t span =
       broadcast_span(o.lengths_strides, rows, o.heads, o.queries, sizeof(int));
@@ -131,21 +135,27 @@ option_rule check_options(softmax_options const& o, direction dir, tensor_arg co
   return option_rule::ok;
 }
 
+/// The bytes a row operand spans (elements of `size` bytes, `cols` a row, the rows' starts
+/// broadcast with `st` over rows of layout (heads, queries)): to the last row's start, plus the
+/// row; 0 where it does not fit 2^62 bytes.
+inline std::uint64_t row_operand_span(broadcast_strides const& st, std::int64_t rows,
+                                      std::int64_t heads, std::int64_t queries, std::int64_t cols,
+                                      std::size_t size) noexcept {
+  const std::uint64_t starts = broadcast_span(st, rows, heads, queries, 1);
+  if (starts == 0 || starts > UINT64_MAX / 4 / size - static_cast<std::uint64_t>(cols)) return 0;
+  return (starts - 1 + static_cast<std::uint64_t>(cols)) * size;
+}
+
 /// The rules of bool_masked_softmax_options beyond masked_softmax_options' (check_masks).
 template <std::size_t N>
 option_rule check_keep(bool_masked_softmax_options const& o, direction dir,
                        tensor_arg const (&t)[N], std::size_t elem_size, std::int64_t rows,
                        std::int64_t cols) noexcept {
   if (o.keep == nullptr) return option_rule::ok;
-  if (o.keep_strides.batch < 0 || o.keep_strides.head < 0 || o.keep_strides.query < 0)
-    return option_rule::keep_negative_stride;
+  if (has_negative(o.keep_strides)) return option_rule::keep_negative_stride;
   if (rows == 0 || cols == 0) return option_rule::ok;
-  // The rows' starts span `starts` bytes (to the last row's start, plus one); the mask
-  // cols - 1 more.
-  const std::uint64_t starts = broadcast_span(o.keep_strides, rows, o.heads, o.queries, 1);
-  if (starts == 0 || starts > UINT64_MAX / 4 - static_cast<std::uint64_t>(cols))
-    return option_rule::keep_too_large;
-  const std::uint64_t span = starts - 1 + static_cast<std::uint64_t>(cols);
+  const std::uint64_t span = row_operand_span(o.keep_strides, rows, o.heads, o.queries, cols, 1);
+  if (span == 0) return option_rule::keep_too_large;
   return meets_writes(o.keep, span, o, dir, t, elem_size, rows, cols) ? option_rule::keep_overlaps
                                                                       : option_rule::ok;
 }
@@ -160,15 +170,10 @@ option_rule check_bias(biased_softmax_options const& o, tensor_arg const (&t)[N]
   if (o.bias == nullptr) return option_rule::ok;
   const std::size_t size = o.bias_dtype == bias_type::f32 ? sizeof(float) : elem_size;
   if (reinterpret_cast<std::uintptr_t>(o.bias) % size != 0) return option_rule::bias_misaligned;
-  if (o.bias_strides.batch < 0 || o.bias_strides.head < 0 || o.bias_strides.query < 0)
-    return option_rule::bias_negative_stride;
+  if (has_negative(o.bias_strides)) return option_rule::bias_negative_stride;
   if (rows == 0 || cols == 0) return option_rule::ok;
-  // As check_keep's, in elements of the bias.
-  const std::uint64_t starts = broadcast_span(o.bias_strides, rows, o.heads, o.queries, 1);
-  const std::uint64_t limit = UINT64_MAX / 4 / size;
-  if (starts == 0 || starts > limit - static_cast<std::uint64_t>(cols))
-    return option_rule::bias_too_large;
-  const std::uint64_t span = (starts - 1 + static_cast<std::uint64_t>(cols)) * size;
+  const std::uint64_t span = row_operand_span(o.bias_strides, rows, o.heads, o.queries, cols, size);
+  if (span == 0) return option_rule::bias_too_large;
   return meets_writes(o.bias, span, o, direction::forward, t, elem_size, rows, cols)
              ? option_rule::bias_overlaps
              : option_rule::ok;
@@ -237,6 +242,14 @@ args_with_masks<Masked, Base, Keep, Bias> call_args(Base const& b, Options const
   }
 }
 
+/// The message of a rule on broadcast strides `st` (`name`: the option's) into `b` (`n` bytes):
+/// `what` says the rule ("has a negative stride", "span more than 2^62 bytes").
+inline void explain_strides(char* b, std::size_t n, const char* name, broadcast_strides const& st,
+                            const char* what) noexcept {
+  std::snprintf(b, n, "options.%s (%lld, %lld, %lld) %s", name, static_cast<long long>(st.batch),
+                static_cast<long long>(st.head), static_cast<long long>(st.query), what);
+}
+
 /// The message of a masked_softmax_options rule into `b` (`n` bytes).
 inline void explain_masks(option_rule r, masked_softmax_options const& o, char* b,
                           std::size_t n) noexcept {
@@ -252,16 +265,10 @@ inline void explain_masks(option_rule r, masked_softmax_options const& o, char* 
                     static_cast<void const*>(o.lengths));
       break;
     case option_rule::negative_stride:
-      std::snprintf(b, n, "options.lengths_strides (%lld, %lld, %lld) has a negative stride",
-                    static_cast<long long>(o.lengths_strides.batch),
-                    static_cast<long long>(o.lengths_strides.head),
-                    static_cast<long long>(o.lengths_strides.query));
+      explain_strides(b, n, "lengths_strides", o.lengths_strides, "has a negative stride");
       break;
     case option_rule::lengths_too_large:
-      std::snprintf(b, n, "options.lengths_strides (%lld, %lld, %lld) span more than 2^62 bytes",
-                    static_cast<long long>(o.lengths_strides.batch),
-                    static_cast<long long>(o.lengths_strides.head),
-                    static_cast<long long>(o.lengths_strides.query));
+      explain_strides(b, n, "lengths_strides", o.lengths_strides, "span more than 2^62 bytes");
       break;
     case option_rule::lengths_overlaps:
       std::snprintf(b, n, "options.lengths (%p) shares memory with the output or options.row_lse",
@@ -285,16 +292,10 @@ inline void explain_bias(option_rule r, biased_softmax_options const& o, char* b
                     o.bias, o.bias_dtype == bias_type::f32 ? "f32" : "input");
       break;
     case option_rule::bias_negative_stride:
-      std::snprintf(b, n, "options.bias_strides (%lld, %lld, %lld) has a negative stride",
-                    static_cast<long long>(o.bias_strides.batch),
-                    static_cast<long long>(o.bias_strides.head),
-                    static_cast<long long>(o.bias_strides.query));
+      explain_strides(b, n, "bias_strides", o.bias_strides, "has a negative stride");
       break;
     case option_rule::bias_too_large:
-      std::snprintf(b, n, "options.bias_strides (%lld, %lld, %lld) span more than 2^62 bytes",
-                    static_cast<long long>(o.bias_strides.batch),
-                    static_cast<long long>(o.bias_strides.head),
-                    static_cast<long long>(o.bias_strides.query));
+      explain_strides(b, n, "bias_strides", o.bias_strides, "span more than 2^62 bytes");
       break;
     case option_rule::bias_overlaps:
       std::snprintf(b, n, "options.bias (%p) shares memory with the output or options.row_lse",
@@ -310,16 +311,10 @@ inline void explain_keep(option_rule r, bool_masked_softmax_options const& o, ch
                          std::size_t n) noexcept {
   switch (r) {
     case option_rule::keep_negative_stride:
-      std::snprintf(b, n, "options.keep_strides (%lld, %lld, %lld) has a negative stride",
-                    static_cast<long long>(o.keep_strides.batch),
-                    static_cast<long long>(o.keep_strides.head),
-                    static_cast<long long>(o.keep_strides.query));
+      explain_strides(b, n, "keep_strides", o.keep_strides, "has a negative stride");
       break;
     case option_rule::keep_too_large:
-      std::snprintf(b, n, "options.keep_strides (%lld, %lld, %lld) span more than 2^62 bytes",
-                    static_cast<long long>(o.keep_strides.batch),
-                    static_cast<long long>(o.keep_strides.head),
-                    static_cast<long long>(o.keep_strides.query));
+      explain_strides(b, n, "keep_strides", o.keep_strides, "span more than 2^62 bytes");
       break;
     case option_rule::keep_overlaps:
       std::snprintf(b, n, "options.keep (%p) shares memory with the output or options.row_lse",
