@@ -180,6 +180,17 @@ bool row_strides(torch::Tensor const& t, std::int64_t d, rowsoftmax::broadcast_s
   return true;
 }
 
+// `t` (an operand of x's shape, x having `d` dimensions, any strides) as the kernels read it:
+// row by row through one stride a batch, head and query (row_strides, into `*st`) with its
+// columns contiguous; `t` itself where it reads so, else a contiguous copy.
+torch::Tensor element_rows(torch::Tensor const& t, std::int64_t d,
+                           rowsoftmax::broadcast_strides* st) {
+  if ((t.stride(d - 1) == 1 || t.size(d - 1) <= 1) && row_strides(t, d, st)) return t;
+  torch::Tensor c = t.contiguous();
+  row_strides(c, d, st);
+  return c;
+}
+
 // The masked options for rows of `like`, whose shape is (..., heads, queries, cols): the fused
 // options `o`, `lengths` (int32, of like's shape without its last dimension, any strides: the
 // Python layer broadcasts it) read through one stride a batch, head and query (made contiguous
@@ -229,14 +240,8 @@ rowsoftmax::bool_masked_softmax_options bool_masked_options(
                     like.sizes(), ", got ", mask.sizes());
   rowsoftmax::bool_masked_softmax_options b;
   static_cast<rowsoftmax::masked_softmax_options&>(b) = m;
-  const std::int64_t d = like.dim();
-  torch::Tensor k = mask;
-  if ((k.stride(d - 1) != 1 && k.size(d - 1) > 1) || !row_strides(k, d, &b.keep_strides)) {
-    k = k.contiguous();
-    row_strides(k, d, &b.keep_strides);
-  }
-  *keep = k;
-  b.keep = k.data_ptr<bool>();
+  *keep = element_rows(mask, like.dim(), &b.keep_strides);
+  b.keep = keep->data_ptr<bool>();
   return b;
 }
 
@@ -256,16 +261,10 @@ rowsoftmax::biased_softmax_options biased_options(torch::Tensor const& like,
                     like.sizes(), ", got ", bias.sizes());
   rowsoftmax::biased_softmax_options o;
   static_cast<rowsoftmax::bool_masked_softmax_options&>(o) = b;
-  const std::int64_t d = like.dim();
-  torch::Tensor t = bias;
-  if ((t.stride(d - 1) != 1 && t.size(d - 1) > 1) || !row_strides(t, d, &o.bias_strides)) {
-    t = t.contiguous();
-    row_strides(t, d, &o.bias_strides);
-  }
-  *keep = t;
-  o.bias = t.data_ptr();
-  o.bias_dtype =
-      t.scalar_type() == torch::kFloat ? rowsoftmax::bias_type::f32 : rowsoftmax::bias_type::input;
+  *keep = element_rows(bias, like.dim(), &o.bias_strides);
+  o.bias = keep->data_ptr();
+  o.bias_dtype = bias.scalar_type() == torch::kFloat ? rowsoftmax::bias_type::f32
+                                                     : rowsoftmax::bias_type::input;
   return o;
 }
 

@@ -217,21 +217,26 @@ def _lengths(lengths, x: torch.Tensor) -> torch.Tensor:
     return lengths.detach().expand(x.shape[:-1])
 
 
+def _broadcast_elements(t: torch.Tensor, x: torch.Tensor, name: str) -> torch.Tensor:
+    """Raises unless `t` is on x's device and broadcasts to x's shape; returns it broadcast."""
+    if t.device != x.device:
+        raise ValueError(f"rowsoftmax: {name} must be on {x.device}, got {t.device}")
+    fits = t.dim() <= x.dim()
+    for a, b in zip(reversed(t.shape), reversed(x.shape)):
+        fits = fits and (a == 1 or a == b)
+    if not fits:
+        raise ValueError(f"rowsoftmax: {name} of shape {tuple(t.shape)} does not broadcast to "
+                         f"x's shape {tuple(x.shape)}")
+    return t.expand(x.shape)
+
+
 def _mask(mask, x: torch.Tensor) -> torch.Tensor:
     """mask checked (bool, on x's device, broadcasting to x's shape) and broadcast to x.shape."""
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"rowsoftmax: mask must be a torch.Tensor, got {type(mask).__name__}")
     if mask.dtype != torch.bool:
         raise TypeError(f"rowsoftmax: mask must be bool (True takes part), got {mask.dtype}")
-    if mask.device != x.device:
-        raise ValueError(f"rowsoftmax: mask must be on {x.device}, got {mask.device}")
-    fits = mask.dim() <= x.dim()
-    for a, b in zip(reversed(mask.shape), reversed(x.shape)):
-        fits = fits and (a == 1 or a == b)
-    if not fits:
-        raise ValueError(f"rowsoftmax: mask of shape {tuple(mask.shape)} does not broadcast to "
-                         f"x's shape {tuple(x.shape)}")
-    return mask.detach().expand(x.shape)
+    return _broadcast_elements(mask.detach(), x, "mask")
 
 
 def _bias(bias, x: torch.Tensor) -> torch.Tensor:
@@ -242,15 +247,7 @@ def _bias(bias, x: torch.Tensor) -> torch.Tensor:
     if bias.dtype not in (torch.float32, x.dtype):
         raise TypeError(f"rowsoftmax: bias must be float32 or x's dtype ({x.dtype}), "
                         f"got {bias.dtype}")
-    if bias.device != x.device:
-        raise ValueError(f"rowsoftmax: bias must be on {x.device}, got {bias.device}")
-    fits = bias.dim() <= x.dim()
-    for a, b in zip(reversed(bias.shape), reversed(x.shape)):
-        fits = fits and (a == 1 or a == b)
-    if not fits:
-        raise ValueError(f"rowsoftmax: bias of shape {tuple(bias.shape)} does not broadcast to "
-                         f"x's shape {tuple(x.shape)}")
-    return bias.expand(x.shape)
+    return _broadcast_elements(bias, x, "bias")
 
 
 def _fused(x, dim, scale, row_scale, empty, return_lse, log, lengths=None, causal=False,
