@@ -8,12 +8,22 @@
 //   nvcc -O3 -DNDEBUG -std=c++17 -arch=sm_90 -I<old tree>/include ab_bias.cu -o ab_old
 //   nvcc -O3 -DNDEBUG -std=c++17 -arch=sm_90 -I<new tree>/include ab_bias.cu -o ab_new
 //   OUT=out benchmarks/ab_bias/run.sh
+//
+// -DAB_ONLY=<1|2|3> builds one type's kernels (fp32, fp16, bf16) (a shorter build, for profiling); the
+// argument `time` runs the timed rows alone, each with the plan it ran.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <rowsoftmax/rowsoftmax.cuh>
 #include <vector>
 using namespace rowsoftmax;
+// Launches a timed row takes (AB_REPS in the environment, default 30; 0 under a profiler).
+static int timed_reps() {
+  const char* r = std::getenv("AB_REPS");
+  return r != nullptr ? std::atoi(r) : 30;
+}
 #define CK(x)                                                       \
   do {                                                              \
     cudaError_t e_ = (x);                                           \
@@ -95,16 +105,21 @@ void one(const char* name, long rows, long cols, bool scores, int reps, bool log
   std::sort(t.begin(), t.end());
   double us = reps ? t[t.size() / 2] : 0;
   double bytes = 2.0 * n * sizeof(T) + (scores ? n * sizeof(T) : cols * 4.0);
-  printf("%-6s %8ld %8ld %s %-5s us %9.2f  TB/s %6.3f  hash %016llx\n", name, rows, cols,
-         scores ? "Tbias" : "f32b ", log ? "log" : "soft", us, reps ? bytes / us / 1e6 : 0, h);
+  plan p;
+  CK(fused_forward_plan(x, cols, y, cols, rows, cols, o, log, &p));
+  printf("%-6s %8ld %8ld %s %-5s us %9.2f  TB/s %6.3f  hash %016llx  %s\n", name, rows, cols,
+         scores ? "Tbias" : "f32b ", log ? "log" : "soft", us, reps ? bytes / us / 1e6 : 0, h,
+         to_string(p).c_str());
   cudaFree(x);
   cudaFree(y);
   cudaFree(b);
 }
 template <class T>
-void all(const char* name) {
-  for (long cols : {512L, 2048L, 4096L}) one<T>(name, (1L << 27) / cols, cols, true, 30);
-  for (long cols : {32768L, 131072L, 1048576L}) one<T>(name, (1L << 27) / cols, cols, false, 30);
+void all(const char* name, bool timed_only) {
+  const int reps = timed_reps();
+  for (long cols : {512L, 2048L, 4096L}) one<T>(name, (1L << 27) / cols, cols, true, reps);
+  for (long cols : {32768L, 131072L, 1048576L}) one<T>(name, (1L << 27) / cols, cols, false, reps);
+  if (timed_only) return;
   // Correctness shapes (hash only): ragged, odd offsets, every tier, log too.
   for (long cols : {1L, 7L, 33L, 130L, 1000L, 4097L, 20000L, 50257L, 131072L, 300001L, 1048579L})
     for (int off : {0, 1}) {
@@ -114,8 +129,15 @@ void all(const char* name) {
   one<T>(name, 517, 1000, true, 0, false, 3);
   one<T>(name, 517, 33, false, 0, true, 1);
 }
-int main() {
-  all<float>("fp32");
-  all<__half>("fp16");
-  all<__nv_bfloat16>("bf16");
+int main(int argc, char** argv) {
+  const bool timed_only = argc > 1 && std::strcmp(argv[1], "time") == 0;
+#if !defined(AB_ONLY) || AB_ONLY == 1
+  all<float>("fp32", timed_only);
+#endif
+#if !defined(AB_ONLY) || AB_ONLY == 2
+  all<__half>("fp16", timed_only);
+#endif
+#if !defined(AB_ONLY) || AB_ONLY == 3
+  all<__nv_bfloat16>("bf16", timed_only);
+#endif
 }
