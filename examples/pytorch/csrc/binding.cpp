@@ -180,12 +180,13 @@ bool row_strides(torch::Tensor const& t, std::int64_t d, rowsoftmax::broadcast_s
   return true;
 }
 
-// `t` (an operand of x's shape, x having `d` dimensions, any strides) as the kernels read it:
-// row by row through one stride a batch, head and query (row_strides, into `*st`) with its
-// columns contiguous; `t` itself where it reads so, else a contiguous copy.
-torch::Tensor element_rows(torch::Tensor const& t, std::int64_t d,
-                           rowsoftmax::broadcast_strides* st) {
-  if ((t.stride(d - 1) == 1 || t.size(d - 1) <= 1) && row_strides(t, d, st)) return t;
+// `t` (an operand of x's rows, x having `d` dimensions, any strides) as the kernels read it: row
+// by row through one stride a batch, head and query (row_strides, into `*st`), and where
+// `columns` (an operand of x's shape) with its last dimension contiguous; `t` itself where it
+// reads so, else a contiguous copy.
+torch::Tensor read_rows(torch::Tensor const& t, std::int64_t d, bool columns,
+                        rowsoftmax::broadcast_strides* st) {
+  if ((!columns || t.stride(d - 1) == 1 || t.size(d - 1) <= 1) && row_strides(t, d, st)) return t;
   torch::Tensor c = t.contiguous();
   row_strides(c, d, st);
   return c;
@@ -208,7 +209,7 @@ rowsoftmax::masked_softmax_options masked_options(torch::Tensor const& like,
   m.causal = causal;
   m.diagonal = diagonal;
   if (!lengths.has_value()) return m;
-  torch::Tensor l = *lengths;
+  torch::Tensor const& l = *lengths;
   TORCH_CHECK_TYPE(l.scalar_type() == torch::kInt, "rowsoftmax: lengths must be int32, got ",
                    l.scalar_type());
   TORCH_CHECK_VALUE(l.device() == like.device(), "rowsoftmax: lengths must be on ", like.device(),
@@ -216,12 +217,8 @@ rowsoftmax::masked_softmax_options masked_options(torch::Tensor const& like,
   TORCH_CHECK_VALUE(l.sizes() == like.sizes().slice(0, d - 1),
                     "rowsoftmax: lengths must have the shape of x without its last dimension ",
                     like.sizes().slice(0, d - 1), ", got ", l.sizes());
-  if (!row_strides(l, d, &m.lengths_strides)) {
-    l = l.contiguous();
-    row_strides(l, d, &m.lengths_strides);
-  }
-  *keep = l;
-  m.lengths = l.data_ptr<int>();
+  *keep = read_rows(l, d, false, &m.lengths_strides);
+  m.lengths = keep->data_ptr<int>();
   return m;
 }
 
@@ -240,7 +237,7 @@ rowsoftmax::bool_masked_softmax_options bool_masked_options(
                     like.sizes(), ", got ", mask.sizes());
   rowsoftmax::bool_masked_softmax_options b;
   static_cast<rowsoftmax::masked_softmax_options&>(b) = m;
-  *keep = element_rows(mask, like.dim(), &b.keep_strides);
+  *keep = read_rows(mask, like.dim(), true, &b.keep_strides);
   b.keep = keep->data_ptr<bool>();
   return b;
 }
@@ -261,7 +258,7 @@ rowsoftmax::biased_softmax_options biased_options(torch::Tensor const& like,
                     like.sizes(), ", got ", bias.sizes());
   rowsoftmax::biased_softmax_options o;
   static_cast<rowsoftmax::bool_masked_softmax_options&>(o) = b;
-  *keep = element_rows(bias, like.dim(), &o.bias_strides);
+  *keep = read_rows(bias, like.dim(), true, &o.bias_strides);
   o.bias = keep->data_ptr();
   o.bias_dtype = bias.scalar_type() == torch::kFloat ? rowsoftmax::bias_type::f32
                                                      : rowsoftmax::bias_type::input;

@@ -180,17 +180,22 @@ _EMPTY = {"nan": False, "zero": True}
 _FLOAT32_MAX = torch.finfo(torch.float32).max
 
 
-def _broadcast_rows(t: torch.Tensor, x: torch.Tensor, name: str) -> None:
-    """Raises unless `t` is on x's device and broadcasts to x's rows (x.shape[:-1])."""
+def _check_broadcast(t: torch.Tensor, x: torch.Tensor, shape, name: str, target: str) -> None:
+    """Raises unless `t` is on x's device and broadcasts to `shape` (`target` names it)."""
     if t.device != x.device:
         raise ValueError(f"rowsoftmax: {name} must be on {x.device}, got {t.device}")
-    rows = x.shape[:-1]
-    fits = t.dim() <= len(rows)
-    for a, b in zip(reversed(t.shape), reversed(rows)):
+    fits = t.dim() <= len(shape)
+    for a, b in zip(reversed(t.shape), reversed(shape)):
         fits = fits and (a == 1 or a == b)
     if not fits:
-        raise ValueError(f"rowsoftmax: {name} of shape {tuple(t.shape)} does not "
-                         f"broadcast to x's rows {tuple(rows)} (x.shape[:-1])")
+        raise ValueError(f"rowsoftmax: {name} of shape {tuple(t.shape)} does not broadcast to "
+                         f"{target}")
+
+
+def _broadcast_rows(t: torch.Tensor, x: torch.Tensor, name: str) -> None:
+    """Raises unless `t` is on x's device and broadcasts to x's rows (x.shape[:-1])."""
+    rows = x.shape[:-1]
+    _check_broadcast(t, x, rows, name, f"x's rows {tuple(rows)} (x.shape[:-1])")
 
 
 def _row_scale(row_scale, x: torch.Tensor) -> torch.Tensor:
@@ -219,14 +224,7 @@ def _lengths(lengths, x: torch.Tensor) -> torch.Tensor:
 
 def _broadcast_elements(t: torch.Tensor, x: torch.Tensor, name: str) -> torch.Tensor:
     """Raises unless `t` is on x's device and broadcasts to x's shape; returns it broadcast."""
-    if t.device != x.device:
-        raise ValueError(f"rowsoftmax: {name} must be on {x.device}, got {t.device}")
-    fits = t.dim() <= x.dim()
-    for a, b in zip(reversed(t.shape), reversed(x.shape)):
-        fits = fits and (a == 1 or a == b)
-    if not fits:
-        raise ValueError(f"rowsoftmax: {name} of shape {tuple(t.shape)} does not broadcast to "
-                         f"x's shape {tuple(x.shape)}")
+    _check_broadcast(t, x, x.shape, name, f"x's shape {tuple(x.shape)}")
     return t.expand(x.shape)
 
 
