@@ -17,10 +17,11 @@ Writes compare.csv, compare.json, compare_forward.png and compare_backward.png t
     PYTHONPATH=examples/pytorch python benchmarks/compare_peers.py --fused --out results/
 
 compares instead the fused calls (rowsoftmax_torch.softmax / log_softmax with a scale, per-row
-scales, lengths, causal, a boolean mask or an ALiBi bias) with the torch expressions a user would run instead,
-eager and under torch.compile, forward, on attention scores and vocabulary rows; TB/s over the
-bytes the fused call must move (2*rows*cols*size, a mask's columns counted as read, plus a boolean
-mask's or a bias's bytes once); writes compare_fused.csv, compare_fused.json and compare_fused.png.
+scales, lengths, causal, a boolean mask or an ALiBi bias) with the torch expressions a user would
+run instead, eager and under torch.compile, forward, on attention scores and vocabulary rows; TB/s
+over the bytes the fused call must move (2*rows*cols*size, a mask's columns counted as read, plus
+a boolean mask's or a bias's bytes once); writes compare_fused.csv, compare_fused.json and
+compare_fused.png.
 """
 from __future__ import annotations
 
@@ -385,9 +386,8 @@ def plot(results, out_dir, meta):
 def fused_cases():
     """(label, shape, dtype, case) for the fused comparison: attention scores (batch, heads,
     queries, keys), 16-bit, scaled, causal, key-padded, a boolean mask or an ALiBi bias;
-    vocabulary rows, bf16 and fp32,
-    log-softmax or a temperature a row. The two families alternate, so that a run cut short by
-    its time budget still has some of each."""
+    vocabulary rows, bf16 and fp32, log-softmax or a temperature a row. The two families
+    alternate, so that a run cut short by its time budget still has some of each."""
     attn, vocab = [], []
     for b, h, q in ((8, 12, 512), (2, 32, 2048), (1, 32, 4096)):
         for dtype in (torch.bfloat16, torch.float16):

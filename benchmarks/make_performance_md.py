@@ -413,16 +413,15 @@ def section_fused_peers(out, results):
     info = ", ".join(f"{k} {meta[k]}" for k in ("device", "date", "commit", "torch") if k in meta)
     out.append("## Fused calls against the torch expressions they replace\n")
     out.append(f"`benchmarks/compare_peers.py --fused` ({info}): rowsoftmax's fused call (a "
-               "scale, causal, key-padding or boolean attention masks, or an ALiBi bias a head, on "
-               "attention scores; "
-               "log-softmax or a "
-               "temperature a row on vocabulary rows) against the torch expression a user runs "
-               "instead (`softmax(x * s)`, `softmax((x * s).masked_fill(~keep, -inf))`, "
-               "`softmax(x * s + bias)`, `log_softmax(x)`, `softmax(x / t[:, None])`), eager and under torch.compile, "
+               "scale, causal, key-padding or boolean attention masks, or an ALiBi bias a head, "
+               "on attention scores; log-softmax or a temperature a row on vocabulary rows) "
+               "against the torch expression a user runs instead (`softmax(x * s)`, "
+               "`softmax((x * s).masked_fill(~keep, -inf))`, `softmax(x * s + bias)`, "
+               "`log_softmax(x)`, `softmax(x / t[:, None])`), eager and under torch.compile, "
                "forward, calls back to back. Cells: rowsoftmax's % of copy over 2 x rows x cols x "
-               "size (plus a boolean mask's or a bias's bytes, once), its time a call, and its speed over "
-               "each. Errors against float64 and the "
-               "plot: `benchmarks/results/compare_fused.json`, `compare_fused.png`.\n")
+               "size (plus a boolean mask's or a bias's bytes, once), its time a call, and its "
+               "speed over each. Errors against float64 and the plot: "
+               "`benchmarks/results/compare_fused.json`, `compare_fused.png`.\n")
     out.append(md_table(["shape", "dtype", "% copy", "us", "vs eager", "vs torch.compile"], table,
                         ["---", "---", "---:", "---:", "---:", "---:"]) + "\n")
 

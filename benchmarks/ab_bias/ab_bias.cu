@@ -9,8 +9,8 @@
 //   nvcc -O3 -DNDEBUG -std=c++17 -arch=sm_90 -I<new tree>/include ab_bias.cu -o ab_new
 //   OUT=out benchmarks/ab_bias/run.sh
 //
-// -DAB_ONLY=<1|2|3> builds one type's kernels (fp32, fp16, bf16) (a shorter build, for profiling); the
-// argument `time` runs the timed rows alone, each with the plan it ran.
+// -DAB_ONLY=<1|2|3> builds one type's kernels (fp32, fp16, bf16) (a shorter build, for profiling);
+// the argument `time` runs the timed rows alone, each with the plan it ran.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

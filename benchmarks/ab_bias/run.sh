@@ -10,7 +10,7 @@ for i in 1 2 3; do
   ./ab_new > $OUT/new$i.txt 2>&1; echo "new$i rc=$?"
 done
 python3 - <<'PY'
-import os, statistics, collections
+import os, statistics
 out = os.environ["OUT"]
 def parse(f):
     r = {}
