@@ -5,5 +5,6 @@
 namespace rowsoftmax::bench {
 void register_bf16() {
   register_type<__nv_bfloat16>();
+  register_out_type<__nv_bfloat16, float>();
 }
 }  // namespace rowsoftmax::bench

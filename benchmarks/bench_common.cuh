@@ -365,6 +365,73 @@ void fused_benchmark(benchmark::State& state, std::string const& name, direction
   report<T>(state, r, dir, pl, log ? " [log]" : " [scaled]", rows, cols, bytes, us, b2b_us);
 }
 
+/// One benchmark of another output type, planned: softmax forward of rows x cols from x of T
+/// into y of Out, or its backward (dy and y of Out into dx of T; `workspace`: the workspace
+/// overloads), timed as softmax_benchmark; the bytes count each tensor's own element size. Tagged
+/// "[to_<Out>]".
+template <class T, class Out>
+void out_type_benchmark(benchmark::State& state, std::string const& name, direction dir,
+                        std::int64_t rows, std::int64_t cols, bool workspace = false) {
+  pool& p = pool::get();
+  T* a = p.as<T>(0);
+  // Buffers 1 and 2 hold Out's values (the pool refills them all for the next benchmark).
+  const std::size_t n = pool::bytes / sizeof(Out);
+  for (int k = 1; k < 3; ++k) fill_random(static_cast<Out*>(p.buf[k]), n, 4321u + k);
+  check(cudaDeviceSynchronize(), "fill");
+  p.filled_as = 0;
+  Out* b = static_cast<Out*>(p.buf[1]);
+  Out* c = static_cast<Out*>(p.buf[2]);
+  const softmax_options o{};
+  plan pl;
+  if (dir == direction::forward) {
+    check(fused_forward_plan(a, cols, b, cols, rows, cols, o, false, &pl, workspace), "plan");
+  } else {
+    check(fused_backward_plan(c, cols, b, cols, a, cols, rows, cols, o, false, &pl, workspace),
+          "plan");
+  }
+  std::size_t ws_bytes = pl.workspace_in_output ? 0 : static_cast<std::size_t>(pl.workspace_bytes);
+  void* ws = nullptr;
+  if (ws_bytes > 0) check(cudaMalloc(&ws, ws_bytes), "workspace");
+  void* const wsp = ws ? ws : &ws_bytes;  // a size of 0 runs with any non-null pointer
+  std::size_t* const wsb = workspace ? &ws_bytes : nullptr;
+  const auto launch = [&]() -> cudaError_t {
+    if (dir == direction::forward)
+      return wsb ? softmax_forward(wsp, wsb, a, cols, b, cols, rows, cols, o)
+                 : softmax_forward(a, cols, b, cols, rows, cols, o);
+    return wsb ? softmax_backward(wsp, wsb, c, cols, b, cols, a, cols, rows, cols, o)
+               : softmax_backward(c, cols, b, cols, a, cols, rows, cols, o);
+  };
+  const double us = time_launches(state, launch);
+  result& r = results()[name];
+  const double b2b_us = us <= 0 ? 0.0 : r.b2b_us > 0 ? r.b2b_us : time_back_to_back(launch, us);
+  if (ws) check(cudaFree(ws), "workspace");
+  const double elems = static_cast<double>(rows) * static_cast<double>(cols);
+  const double bytes = dir == direction::forward
+                           ? elems * static_cast<double>(sizeof(T) + sizeof(Out))
+                           : elems * static_cast<double>(2 * sizeof(Out) + sizeof(T));
+  report<T>(state, r, dir, pl, std::string(" [to_") + dtype_name<Out>() + "]", rows, cols, bytes,
+            us, b2b_us);
+}
+
+/// The benchmarks of another output type, from T to Out: "fused/to_<Out>/<dir>/<T>/cols:N",
+/// rows * cols = 2^27 (long rows: 8, with a workspace), at the fused variants' shapes.
+template <class T, class Out>
+void register_out_type() {
+  for (direction dir : {direction::forward, direction::backward})
+    for (std::int64_t cols : {std::int64_t{1000}, std::int64_t{4096}, std::int64_t{32000},
+                              std::int64_t{131072}, std::int64_t{1} << 20}) {
+      const bool long_row = cols == std::int64_t{1} << 20;
+      const std::int64_t rows = std::max<std::int64_t>(long_row ? 8 : 1, sweep_elems / cols);
+      const std::string name = std::string("fused/to_") + dtype_name<Out>() + "/" +
+                               (dir == direction::forward ? "forward/" : "backward/") +
+                               dtype_name<T>() + (long_row ? "/long/workspace" : "") +
+                               "/cols:" + std::to_string(cols);
+      register_timed(name, [=](benchmark::State& s) {
+        out_type_benchmark<T, Out>(s, name, dir, rows, cols, long_row);
+      });
+    }
+}
+
 /// Plans, times and reports one masked softmax call (options `o`, planned), forward or backward
 /// of rows x cols, `bytes` the bytes it moves, `tag` its variant in the report.
 template <class T, class Options>

@@ -22,6 +22,7 @@ void register_forward(char const* group, std::int64_t rows, std::int64_t cols, f
 
 void register_float() {
   register_type<float>();
+  register_out_type<float, __nv_bfloat16>();
   // Decode-time sampling over a vocabulary: few rows, 128256 columns, fp32 forward. The input
   // stays in L2 between launches (warm), as it does when sampling step after step.
   // Also forced through the other configurations that hold such a row (tuning data), and the

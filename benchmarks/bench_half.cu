@@ -5,5 +5,6 @@
 namespace rowsoftmax::bench {
 void register_half() {
   register_type<__half>();
+  register_out_type<__half, float>();
 }
 }  // namespace rowsoftmax::bench

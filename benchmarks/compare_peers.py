@@ -385,18 +385,19 @@ def plot(results, out_dir, meta):
 
 def fused_cases():
     """(label, shape, dtype, case) for the fused comparison: attention scores (batch, heads,
-    queries, keys), 16-bit, scaled, causal, key-padded, a boolean mask or an ALiBi bias;
-    vocabulary rows, bf16 and fp32, log-softmax or a temperature a row. The two families
-    alternate, so that a run cut short by its time budget still has some of each."""
+    queries, keys), 16-bit, scaled, causal, key-padded, a boolean mask, an ALiBi bias or float32
+    probabilities; vocabulary rows, bf16 and fp32, log-softmax or a temperature a row (bf16:
+    also float32 probabilities). The two families alternate, so that a run cut short by its time
+    budget still has some of each."""
     attn, vocab = [], []
     for b, h, q in ((8, 12, 512), (2, 32, 2048), (1, 32, 4096)):
         for dtype in (torch.bfloat16, torch.float16):
-            for case in ("scaled", "causal", "padded", "mask", "alibi"):
+            for case in ("scaled", "causal", "padded", "mask", "alibi", "to_fp32"):
                 attn.append((f"attn {b}x{h}x{q}x{q} {case}", (b, h, q, q), dtype, case))
     for cols in (128256, 151936, 256000):
         rows = max(1, 2 ** 27 // cols)
         for dtype in (torch.bfloat16, torch.float32):
-            for case in ("log", "temperature"):
+            for case in ("log", "temperature") + (("to_fp32",) if dtype == torch.bfloat16 else ()):
                 vocab.append((f"vocab {rows}x{cols} {case}", (rows, cols), dtype, case))
     out = []
     for i in range(max(len(attn), 2 * len(vocab))):
@@ -408,7 +409,8 @@ def fused_calls(case, x):
     """({name: forward()}, expr, extra bytes) for one fused case on scores or logits `x`:
     rowsoftmax's fused call, and the torch expression `expr` it replaces, eager and compiled (the
     mask and temperatures made once, outside the timed calls, as a model holds them); extra bytes
-    the bytes of a boolean mask or a bias the call must read, once (they are broadcast)."""
+    the bytes of a boolean mask or a bias the call must read, once (they are broadcast), or those
+    a float32 output writes beyond x's size."""
     import rowsoftmax_torch as rs
     cols = x.shape[-1]
     s = 1.0 / math.sqrt(128.0)
@@ -443,6 +445,10 @@ def fused_calls(case, x):
     elif case == "log":
         ours = lambda: rs.log_softmax(x)
         expr = lambda x: torch.log_softmax(x, dim=-1)
+    elif case == "to_fp32":  # float32 probabilities from 16-bit logits
+        extra = x.numel() * (4 - x.element_size())
+        ours = lambda: rs.softmax(x, dtype=torch.float32)
+        expr = lambda x: torch.softmax(x, dim=-1, dtype=torch.float32)
     else:  # temperature: one a row
         g = torch.Generator(device="cuda").manual_seed(2)
         t = torch.rand(x.shape[0], generator=g, device="cuda") + 0.5

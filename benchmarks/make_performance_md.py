@@ -50,6 +50,9 @@ VARIANTS = OrderedDict([
                  "(its bytes counted once)"),
     ("bias", "softmax, forward, an additive bias: of the input type a row up to 4096 columns, one "
              "float32 row shared by every row past that (its bytes counted once)"),
+    ("to_fp32", "softmax of bf16 or fp16 x written as float32 y (backward: float32 dy and y, dx "
+                "of the input type), each tensor's bytes at its own size"),
+    ("to_bf16", "softmax of float32 x written as bf16 y (backward: bf16 dy and y, float32 dx)"),
 ])
 
 LINE = re.compile(
@@ -413,15 +416,16 @@ def section_fused_peers(out, results):
     info = ", ".join(f"{k} {meta[k]}" for k in ("device", "date", "commit", "torch") if k in meta)
     out.append("## Fused calls against the torch expressions they replace\n")
     out.append(f"`benchmarks/compare_peers.py --fused` ({info}): rowsoftmax's fused call (a "
-               "scale, causal, key-padding or boolean attention masks, or an ALiBi bias a head, "
-               "on attention scores; log-softmax or a temperature a row on vocabulary rows) "
-               "against the torch expression a user runs instead (`softmax(x * s)`, "
-               "`softmax((x * s).masked_fill(~keep, -inf))`, `softmax(x * s + bias)`, "
+               "scale, causal, key-padding or boolean attention masks, an ALiBi bias a head, or "
+               "float32 probabilities, on attention scores; log-softmax, a temperature a row or "
+               "float32 probabilities on vocabulary rows) against the torch expression a user "
+               "runs instead (`softmax(x * s)`, `softmax((x * s).masked_fill(~keep, -inf))`, "
+               "`softmax(x * s + bias)`, `softmax(x, -1, dtype=torch.float32)`, "
                "`log_softmax(x)`, `softmax(x / t[:, None])`), eager and under torch.compile, "
                "forward, calls back to back. Cells: rowsoftmax's % of copy over 2 x rows x cols x "
-               "size (plus a boolean mask's or a bias's bytes, once), its time a call, and its "
-               "speed over each. Errors against float64 and the plot: "
-               "`benchmarks/results/compare_fused.json`, `compare_fused.png`.\n")
+               "size (plus a boolean mask's or a bias's bytes, once, or a float32 output's extra "
+               "bytes), its time a call, and its speed over each. Errors against float64 and the "
+               "plot: `benchmarks/results/compare_fused.json`, `compare_fused.png`.\n")
     out.append(md_table(["shape", "dtype", "% copy", "us", "vs eager", "vs torch.compile"], table,
                         ["---", "---", "---:", "---:", "---:", "---:"]) + "\n")
 

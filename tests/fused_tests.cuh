@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <rowsoftmax/extern_fused.cuh>
@@ -285,7 +286,8 @@ inline double reference_fused_forward(std::vector<double> const& z, bool log, em
 }
 
 /// A launch of a fused call: planned (with a workspace where `workspace`) or a forced plan.
-template <class T>
+/// Forward reads x of T and writes y of Out; backward reads dy and y of Out and writes dx of T.
+template <class T, class Out = T>
 struct fused_launcher {
   std::optional<plan> forced;
   bool workspace = false;
@@ -308,12 +310,13 @@ struct fused_launcher {
   }
 
   template <bool Log, class Options>
-  cudaError_t forward(T const* x, std::int64_t xs, T* y, std::int64_t ys, std::int64_t rows,
+  cudaError_t forward(T const* x, std::int64_t xs, Out* y, std::int64_t ys, std::int64_t rows,
                       std::int64_t cols, Options const& o) const {
     constexpr bool masked = detail::is_masked_options_v<Options>;
     constexpr bool keep = detail::has_keep_v<Options>, bias = detail::has_bias_v<Options>;
-    const detail::fused_forward_call<T, Log, masked, keep, bias> call(x, xs, y, ys, rows, cols, o);
-    return go<detail::fused_forward_op<T, Log, masked, keep, bias>>(
+    const detail::fused_forward_call<T, Log, masked, keep, bias, Out> call(x, xs, y, ys, rows, cols,
+                                                                           o);
+    return go<detail::fused_forward_op<T, Log, masked, keep, bias, Out>>(
         call, [&](void* w, std::size_t* b, cudaStream_t s) -> cudaError_t {
           if constexpr (Log) {
             return b ? log_softmax_forward(w, b, x, xs, y, ys, rows, cols, o, s)
@@ -325,14 +328,14 @@ struct fused_launcher {
         });
   }
   template <bool Log, class Options>
-  cudaError_t backward(T const* dy, std::int64_t dys, T const* y, std::int64_t ys, T* dx,
+  cudaError_t backward(Out const* dy, std::int64_t dys, Out const* y, std::int64_t ys, T* dx,
                        std::int64_t dxs, std::int64_t rows, std::int64_t cols,
                        Options const& o) const {
     constexpr bool masked = detail::is_masked_options_v<Options>;
     constexpr bool keep = detail::has_keep_v<Options>, bias = detail::has_bias_v<Options>;
-    const detail::fused_backward_call<T, Log, masked, keep, bias> call(dy, dys, y, ys, dx, dxs,
-                                                                       rows, cols, o);
-    return go<detail::fused_backward_op<T, Log, masked, keep, bias>>(
+    const detail::fused_backward_call<T, Log, masked, keep, bias, Out> call(dy, dys, y, ys, dx, dxs,
+                                                                            rows, cols, o);
+    return go<detail::fused_backward_op<Out, Log, masked, keep, bias, T>>(
         call, [&](void* w, std::size_t* b, cudaStream_t s) -> cudaError_t {
           if constexpr (Log) {
             return b ? log_softmax_backward(w, b, dy, dys, y, ys, dx, dxs, rows, cols, o, s)
@@ -367,13 +370,33 @@ inline std::vector<float> row_scales_of(fused_case const& c, std::vector<float> 
   return s;
 }
 
-/// Fused forward on fresh data for shape `s` and case `c`; checks every row, the row LSE (and
-/// the guard after it) and the bytes outside the rows.
-template <class T>
+/// The name of a call's types: T's, or "T->Out" where the output's differs.
+template <class T, class Out>
+std::string types_name() {
+  if constexpr (std::is_same_v<T, Out>) {
+    return dtype<T>::name;
+  } else {
+    return std::string(dtype<T>::name) + "->" + dtype<Out>::name;
+  }
+}
+
+/// `v` as a buffer of Out where Out is T (in place), else a poisoned buffer of `n` elements.
+template <class Out, class T>
+std::vector<Out> output_init(bool in_place, std::vector<T> const& v, std::size_t n) {
+  if constexpr (std::is_same_v<T, Out>) {
+    if (in_place) return v;
+  }
+  return std::vector<Out>(n, poison<Out>());
+}
+
+/// Fused forward on fresh data for shape `s` and case `c`, x of T and y of Out; checks every
+/// row, the row LSE (and the guard after it) and the bytes outside the rows.
+template <class T, class Out = T>
 void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed,
-                         fill kind = fill::random, fused_launcher<T> const& launch = {}) {
-  SCOPED_TRACE("fused forward " + std::string(dtype<T>::name) + " " + s.str() + " " + c.str() +
+                         fill kind = fill::random, fused_launcher<T, Out> const& launch = {}) {
+  SCOPED_TRACE("fused forward " + (types_name<T, Out>()) + " " + s.str() + " " + c.str() +
                " seed " + std::to_string(seed));
+  if (!std::is_same_v<T, Out> && s.in_place) FAIL() << "in place needs one type";
   rng g(seed);
   const std::int64_t xs = s.ins(), ys = s.outs();
   std::vector<T> x(buffer_elems<T>(s.in_offset, xs, s));
@@ -384,10 +407,11 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
   const std::vector<float> rs = draw_row_scales(s.rows, g);
   const std::vector<float> scales = row_scales_of(c, rs, s.rows);
   const prefix_masks masks(c, s.rows, s.cols, g);
-  std::vector<T> y_init =
-      s.in_place ? x : std::vector<T>(buffer_elems<T>(s.out_offset, ys, s), poison<T>());
+  const std::vector<Out> y_init =
+      output_init<Out>(s.in_place, x, buffer_elems<Out>(s.out_offset, ys, s));
 
-  device_buffer<T> x_buf(x.size()), y_buf(s.in_place ? 1 : y_init.size());
+  device_buffer<T> x_buf(x.size());
+  device_buffer<Out> y_buf(s.in_place ? 1 : y_init.size());
   device_buffer<float> rs_buf(rs.size()), lse_buf(static_cast<std::size_t>(s.rows) + 16);
   device_buffer<int> len_buf(std::max<std::size_t>(masks.lengths.size(), 1));
   if (!masks.lengths.empty()) ROWSOFTMAX_CUDA_OK(len_buf.upload(masks.lengths));
@@ -408,7 +432,7 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
   const std::vector<float> lse_init(lse_buf.n, poison<float>());
   ROWSOFTMAX_CUDA_OK(lse_buf.upload(lse_init));
   T* xp = x_buf.ptr + s.in_offset;
-  T* yp = s.in_place ? xp : y_buf.ptr + s.out_offset;
+  Out* yp = s.in_place ? reinterpret_cast<Out*>(xp) : y_buf.ptr + s.out_offset;
   softmax_options o;
   o.scale = c.scale;
   o.row_scale = c.row_scales ? rs_buf.ptr : nullptr;
@@ -433,8 +457,12 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
   }
   ROWSOFTMAX_CUDA_OK(cudaGetLastError());
   ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
-  std::vector<T> out;
-  ROWSOFTMAX_CUDA_OK(s.in_place ? x_buf.download(out) : y_buf.download(out));
+  std::vector<Out> out;
+  if constexpr (std::is_same_v<T, Out>) {
+    ROWSOFTMAX_CUDA_OK(s.in_place ? x_buf.download(out) : y_buf.download(out));
+  } else {
+    ROWSOFTMAX_CUDA_OK(y_buf.download(out));
+  }
   std::vector<float> lse;
   ROWSOFTMAX_CUDA_OK(lse_buf.download(lse));
 
@@ -454,7 +482,7 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
     for (std::size_t j = 0; j < ref.size(); ++j)
       scale[j] = c.log ? std::abs(ref[j]) + 1.0 : std::abs(ref[j]);
   };
-  const std::string err = compare<T>(s, out, y_init, s.outo(), ys, ref_row, !c.log);
+  const std::string err = compare<Out>(s, out, y_init, s.outo(), ys, ref_row, !c.log);
   EXPECT_EQ(err, "");
   for (std::int64_t r = 0; r < s.rows && c.lse; ++r) {
     const double e = lse_ref[static_cast<std::size_t>(r)], o_ = lse[static_cast<std::size_t>(r)];
@@ -472,15 +500,17 @@ void check_fused_forward(shape const& s, fused_case const& c, std::uint64_t seed
 }
 
 /// Fused backward on fresh data: y the forward's output (softmax or log-softmax of random logits,
-/// rounded to T), dy uniform in [-1, 1] (special: NaN and large values in some rows).
-template <class T>
+/// rounded to Out, the forward's output type), dy uniform in [-1, 1] (special: NaN and large
+/// values in some rows), dx of T (the forward's input type).
+template <class T, class Out = T>
 void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t seed,
-                          fill kind = fill::random, fused_launcher<T> const& launch = {}) {
-  SCOPED_TRACE("fused backward " + std::string(dtype<T>::name) + " " + s.str() + " " + c.str() +
+                          fill kind = fill::random, fused_launcher<T, Out> const& launch = {}) {
+  SCOPED_TRACE("fused backward " + (types_name<T, Out>()) + " " + s.str() + " " + c.str() +
                " seed " + std::to_string(seed));
+  if (!std::is_same_v<T, Out> && s.in_place) FAIL() << "in place needs one type";
   rng g(seed);
   const std::int64_t in_s = s.ins(), out_s = s.outs();
-  std::vector<T> dy(buffer_elems<T>(s.in_offset, in_s, s)), y(dy.size());
+  std::vector<Out> dy(buffer_elems<Out>(s.in_offset, in_s, s)), y(dy.size());
   fill_random(dy, g, -1.0, 1.0);
   fill_random(y, g, c.log ? -20.0 : 0.0, c.log ? 0.0 : 1.0);
   std::vector<std::uint64_t> row_seeds(static_cast<std::size_t>(s.rows));
@@ -498,24 +528,25 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
           reference_fused_forward(z, c.log, empty_rows::nan, p);
           for (std::int64_t j = 0; j < s.cols; ++j)
             y[static_cast<std::size_t>(s.in_offset + r * in_s + j)] =
-                dtype<T>::from_double(p[static_cast<std::size_t>(j)]);
+                dtype<Out>::from_double(p[static_cast<std::size_t>(j)]);
           if (kind == fill::special && r % 4 == 2)
             dy[static_cast<std::size_t>(s.in_offset + r * in_s + gr.below(s.cols))] =
-                dtype<T>::from_double(std::numeric_limits<double>::quiet_NaN());
+                dtype<Out>::from_double(std::numeric_limits<double>::quiet_NaN());
           if (kind == fill::special && r % 4 == 3)
             for (std::int64_t j = 0; j < s.cols; ++j)
               dy[static_cast<std::size_t>(s.in_offset + r * in_s + j)] =
-                  dtype<T>::from_double(1e4 * (gr.uniform() - 0.5));
+                  dtype<Out>::from_double(1e4 * (gr.uniform() - 0.5));
         }
       },
       std::max<std::int64_t>(1, (std::int64_t{1} << 18) / s.cols));
   const std::vector<float> rs = draw_row_scales(s.rows, g);
   const std::vector<float> scales = row_scales_of(c, rs, s.rows);
   const prefix_masks masks(c, s.rows, s.cols, g);
-  std::vector<T> dx_init =
-      s.in_place ? dy : std::vector<T>(buffer_elems<T>(s.out_offset, out_s, s), poison<T>());
+  const std::vector<T> dx_init =
+      output_init<T>(s.in_place, dy, buffer_elems<T>(s.out_offset, out_s, s));
 
-  device_buffer<T> dy_buf(dy.size()), y_buf(y.size()), dx_buf(s.in_place ? 1 : dx_init.size());
+  device_buffer<Out> dy_buf(dy.size()), y_buf(y.size());
+  device_buffer<T> dx_buf(s.in_place ? 1 : dx_init.size());
   device_buffer<float> rs_buf(rs.size());
   device_buffer<int> len_buf(std::max<std::size_t>(masks.lengths.size(), 1));
   if (!masks.lengths.empty()) ROWSOFTMAX_CUDA_OK(len_buf.upload(masks.lengths));
@@ -534,9 +565,9 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
   ROWSOFTMAX_CUDA_OK(y_buf.upload(y));
   ROWSOFTMAX_CUDA_OK(rs_buf.upload(rs));
   if (!s.in_place) ROWSOFTMAX_CUDA_OK(dx_buf.upload(dx_init));
-  T* dyp = dy_buf.ptr + s.in_offset;
-  T* yp = y_buf.ptr + s.in_offset;
-  T* dxp = s.in_place ? dyp : dx_buf.ptr + s.out_offset;
+  Out* dyp = dy_buf.ptr + s.in_offset;
+  Out* yp = y_buf.ptr + s.in_offset;
+  T* dxp = s.in_place ? reinterpret_cast<T*>(dyp) : dx_buf.ptr + s.out_offset;
   softmax_options o;
   o.scale = c.scale;
   o.row_scale = c.row_scales ? rs_buf.ptr : nullptr;
@@ -557,7 +588,11 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
   ROWSOFTMAX_CUDA_OK(cudaGetLastError());
   ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
   std::vector<T> out;
-  ROWSOFTMAX_CUDA_OK(s.in_place ? dy_buf.download(out) : dx_buf.download(out));
+  if constexpr (std::is_same_v<T, Out>) {
+    ROWSOFTMAX_CUDA_OK(s.in_place ? dy_buf.download(out) : dx_buf.download(out));
+  } else {
+    ROWSOFTMAX_CUDA_OK(dx_buf.download(out));
+  }
 
   auto ref_row = [&](std::int64_t r, std::vector<double>& ref, std::vector<double>& scale) {
     const double sr = scales[static_cast<std::size_t>(r)];
@@ -568,8 +603,8 @@ void check_fused_backward(shape const& s, fused_case const& c, std::uint64_t see
     for (std::int64_t j = 0; j < s.cols; ++j) {
       if (!masks.keeps(r, j)) continue;
       const auto i = static_cast<std::size_t>(s.in_offset + r * in_s + j);
-      dyr[static_cast<std::size_t>(j)] = dtype<T>::to_double(dy[i]);
-      yr[static_cast<std::size_t>(j)] = dtype<T>::to_double(y[i]);
+      dyr[static_cast<std::size_t>(j)] = dtype<Out>::to_double(dy[i]);
+      yr[static_cast<std::size_t>(j)] = dtype<Out>::to_double(y[i]);
     }
     for (std::size_t j = 0; j < dyr.size(); ++j) {
       const double w = c.log ? dyr[j] : dyr[j] * yr[j];
@@ -664,8 +699,9 @@ std::vector<shape> fused_layouts(std::int64_t rows, std::int64_t cols) {
 
 // Planned calls over the tiers: short rows (several a thread, tiled), one CTA, clusters, staged
 // (16-bit forward), streaming (in place past a cluster) and split rows (the workspace in the
-// output, and with a workspace), every layout, each case.
-template <class T>
+// output, and with a workspace), every layout, each case; x of T, y of Out (in place where they
+// are one type).
+template <class T, class Out = T>
 void every_tier_planned(std::vector<fused_case> const& cases, std::int64_t salt) {
   const std::int64_t table[] = {1, 7, 33, 130, 1000, 4097, 20000, 50257, 131072, 300001};
   for (std::int64_t cols : table)
@@ -675,31 +711,33 @@ void every_tier_planned(std::vector<fused_case> const& cases, std::int64_t salt)
       const auto ls = fused_layouts<T>(rows, cols);
       for (std::size_t i = 0; i < cases.size(); ++i) {
         const shape s = ls[i % ls.size()];
-        check_fused_forward<T>(s, cases[i],
-                               seed_of(cols, rows, static_cast<std::int64_t>(i) + salt));
-        check_fused_backward<T>(s, cases[i],
-                                seed_of(cols, rows, static_cast<std::int64_t>(i) + 50 + salt));
+        check_fused_forward<T, Out>(s, cases[i],
+                                    seed_of(cols, rows, static_cast<std::int64_t>(i) + salt));
+        check_fused_backward<T, Out>(s, cases[i],
+                                     seed_of(cols, rows, static_cast<std::int64_t>(i) + 50 + salt));
       }
     }
   // Split rows with a workspace, and rows past a cluster in place (streaming).
-  fused_launcher<T> with_workspace;
+  fused_launcher<T, Out> with_workspace;
   with_workspace.workspace = true;
   for (std::int64_t cols : {std::int64_t{600001}, (std::int64_t{1} << 20) + 3})
     for (std::size_t i = 0; i < cases.size(); i += 2) {
       const shape s = fused_layouts<T>(3, cols)[i / 2 % 2];
-      check_fused_forward<T>(s, cases[i], seed_of(cols, 3, static_cast<std::int64_t>(i) + salt),
-                             fill::random, with_workspace);
-      check_fused_forward<T>(s, cases[i + 1],
-                             seed_of(cols, 3, static_cast<std::int64_t>(i) + 1 + salt));
-      check_fused_backward<T>(s, cases[i + 1],
-                              seed_of(cols, 3, static_cast<std::int64_t>(i) + 7 + salt),
-                              fill::random, with_workspace);
+      check_fused_forward<T, Out>(s, cases[i],
+                                  seed_of(cols, 3, static_cast<std::int64_t>(i) + salt),
+                                  fill::random, with_workspace);
+      check_fused_forward<T, Out>(s, cases[i + 1],
+                                  seed_of(cols, 3, static_cast<std::int64_t>(i) + 1 + salt));
+      check_fused_backward<T, Out>(s, cases[i + 1],
+                                   seed_of(cols, 3, static_cast<std::int64_t>(i) + 7 + salt),
+                                   fill::random, with_workspace);
+      if (!std::is_same_v<T, Out>) continue;
       shape in_place = s;
       in_place.in_place = true;
-      check_fused_forward<T>(in_place, cases[i],
-                             seed_of(cols, 3, static_cast<std::int64_t>(i) + 9 + salt));
-      check_fused_backward<T>(in_place, cases[i],
-                              seed_of(cols, 3, static_cast<std::int64_t>(i) + 11 + salt));
+      check_fused_forward<T, Out>(in_place, cases[i],
+                                  seed_of(cols, 3, static_cast<std::int64_t>(i) + 9 + salt));
+      check_fused_backward<T, Out>(in_place, cases[i],
+                                   seed_of(cols, 3, static_cast<std::int64_t>(i) + 11 + salt));
     }
 }
 
@@ -727,18 +765,18 @@ TYPED_TEST_P(Fused, BiasEveryTierPlanned) {
 
 // Special values (NaN, +inf, rows of only -inf, huge, constant) under both empty-row policies,
 // negative and zero scales, over the tiers.
-template <class T>
+template <class T, class Out = T>
 void special_values(std::vector<fused_case> const& cases) {
-  fused_launcher<T> with_workspace;
+  fused_launcher<T, Out> with_workspace;
   with_workspace.workspace = true;
   for (std::int64_t cols : {1, 2, 33, 4097, 50257, 300001, 1048579})
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const shape s = fused_layouts<T>(16, cols)[i % 3];
-      const auto& launch = cols > 500000 ? with_workspace : fused_launcher<T>{};
-      check_fused_forward<T>(s, cases[i], seed_of(cols, 16, static_cast<std::int64_t>(i) + 20),
-                             fill::special, launch);
-      check_fused_backward<T>(s, cases[i], seed_of(cols, 16, static_cast<std::int64_t>(i) + 30),
-                              fill::special, launch);
+      const auto& launch = cols > 500000 ? with_workspace : fused_launcher<T, Out>{};
+      check_fused_forward<T, Out>(s, cases[i], seed_of(cols, 16, static_cast<std::int64_t>(i) + 20),
+                                  fill::special, launch);
+      check_fused_backward<T, Out>(
+          s, cases[i], seed_of(cols, 16, static_cast<std::int64_t>(i) + 30), fill::special, launch);
     }
 }
 
@@ -756,48 +794,60 @@ TYPED_TEST_P(Fused, BiasSpecialValues) {
 }
 
 // Every kernel configuration that can hold the row, forced (as the plain suite's
-// EveryConfigurationThatHoldsTheRow): the fused ops through each kernel, the cases in turn.
-template <class T>
+// EveryConfigurationThatHoldsTheRow): the fused ops through each kernel, the cases in turn; x of
+// T, y of Out (each direction's plan made for the type it reads: forward T, backward Out).
+template <class T, class Out = T>
 void every_configuration(std::vector<fused_case> const& cases) {
   int turn = 0;
-  for (std::int64_t cols : {130, 600, 5000, 70000})
-    for (shape s : fused_layouts<T>(5, cols)) {
-      const std::int64_t v = 16 / static_cast<std::int64_t>(sizeof(T));
-      const bool vec_ok = s.in_offset % v == s.outo() % v;
-      const bool contiguous = s.ins() == s.cols && s.outs() == s.cols;
-      const row_layout layout =
-          vec_ok ? row_layout{static_cast<int>(v), s.in_offset % v != 0 || s.ins() % v != 0,
-                              contiguous, true}
-                 : row_layout{1, false, false, true};
-      for (int c = 0; c < detail::num_kernel_configs; ++c) {
-        auto const& k = detail::kernel_configs[c];
-        if ((layout.vec == 1 && !k.scalar_ok) || (k.tiled && !layout.contiguous)) continue;
-        const std::int64_t windows = detail::row_windows(k, layout, cols);
-        const std::int64_t fewest = std::max<std::int64_t>(
-            2, detail::ceil_div(windows, detail::window_capacity(k, layout.vec, sizeof(T), 1)));
-        const std::int64_t n = k.algo == algorithm::staged ? std::min<std::int64_t>(fewest, 16)
-                               : k.clustered               ? fewest
-                                                           : 1;
-        if (n > 16) continue;
-        plan p = detail::make_plan(c, layout, s.rows, windows, sizeof(T), int(n));
-        if (k.algo == algorithm::streaming) p.stash_tiles = 1;
-        if (k.algo == algorithm::split) {
-          p = detail::with_groups(p, 2, 3);
-          p.stash_tiles = 1;
-        }
-        if (k.algo == algorithm::staged_split)
-          p = detail::with_groups(p, 2, std::max<std::int64_t>(3, fewest));
-        if (!detail::plan_holds(p)) continue;
-        fused_launcher<T> forced;
-        forced.forced = p;
-        SCOPED_TRACE("config " + std::to_string(c) + ": " + to_string(p));
-        const fused_case& fc = cases[static_cast<std::size_t>(turn++) % cases.size()];
-        if (detail::has_kernel(c, direction::forward, layout.vec, sizeof(T)))
-          check_fused_forward<T>(s, fc, seed_of(cols, c, 61), fill::random, forced);
-        if (detail::has_kernel(c, direction::backward, layout.vec, sizeof(T)))
-          check_fused_backward<T>(s, fc, seed_of(cols, c, 62), fill::random, forced);
-      }
+  // The forced plan of configuration c for shape s, rows of elements of `elem` bytes.
+  const auto forced_plan = [](shape const& s, int c, std::size_t elem) -> std::optional<plan> {
+    const std::int64_t v = 16 / static_cast<std::int64_t>(elem);
+    const bool vec_ok = s.in_offset % v == s.outo() % v;
+    const bool contiguous = s.ins() == s.cols && s.outs() == s.cols && std::is_same_v<T, Out>;
+    const row_layout layout =
+        vec_ok ? row_layout{static_cast<int>(v), s.in_offset % v != 0 || s.ins() % v != 0,
+                            contiguous, true}
+               : row_layout{1, false, false, true};
+    auto const& k = detail::kernel_configs[c];
+    if ((layout.vec == 1 && !k.scalar_ok) || (k.tiled && !layout.contiguous)) return std::nullopt;
+    const std::int64_t windows = detail::row_windows(k, layout, s.cols);
+    const std::int64_t fewest = std::max<std::int64_t>(
+        2, detail::ceil_div(windows, detail::window_capacity(k, layout.vec, elem, 1)));
+    const std::int64_t n = k.algo == algorithm::staged ? std::min<std::int64_t>(fewest, 16)
+                           : k.clustered               ? fewest
+                                                       : 1;
+    if (n > 16) return std::nullopt;
+    plan p = detail::make_plan(c, layout, s.rows, windows, elem, int(n));
+    if (k.algo == algorithm::streaming) p.stash_tiles = 1;
+    if (k.algo == algorithm::split) {
+      p = detail::with_groups(p, 2, 3);
+      p.stash_tiles = 1;
     }
+    if (k.algo == algorithm::staged_split)
+      p = detail::with_groups(p, 2, std::max<std::int64_t>(3, fewest));
+    if (!detail::plan_holds(p)) return std::nullopt;
+    return p;
+  };
+  for (std::int64_t cols : {130, 600, 5000, 70000})
+    for (shape s : fused_layouts<T>(5, cols))
+      for (int c = 0; c < detail::num_kernel_configs; ++c) {
+        const std::optional<plan> fp = forced_plan(s, c, sizeof(T));
+        const std::optional<plan> bp = forced_plan(s, c, sizeof(Out));
+        if (!fp && !bp) continue;
+        const fused_case& fc = cases[static_cast<std::size_t>(turn++) % cases.size()];
+        if (fp && detail::has_kernel(c, direction::forward, fp->vec, sizeof(T))) {
+          SCOPED_TRACE("config " + std::to_string(c) + ": " + to_string(*fp));
+          fused_launcher<T, Out> forced;
+          forced.forced = *fp;
+          check_fused_forward<T, Out>(s, fc, seed_of(cols, c, 61), fill::random, forced);
+        }
+        if (bp && detail::has_kernel(c, direction::backward, bp->vec, sizeof(Out))) {
+          SCOPED_TRACE("config " + std::to_string(c) + ": " + to_string(*bp));
+          fused_launcher<T, Out> forced;
+          forced.forced = *bp;
+          check_fused_backward<T, Out>(s, fc, seed_of(cols, c, 62), fill::random, forced);
+        }
+      }
 }
 
 TYPED_TEST_P(Fused, EveryConfigurationThatHoldsTheRow) {
@@ -1032,6 +1082,81 @@ TYPED_TEST_P(Fused, SanitizerSubset) {
     check_fused_forward<T>(s, bias_cases()[2], seed_of(cols, 79));
   }
 }
+
+// Other output types: y of Out from x of T (bf16/fp16 -> fp32, fp32 -> bf16), dx of T from dy and
+// y of Out, with softmax_options' features, through every tier; the FusedOut suite's parameter
+// is io<T, Out>.
+template <class T, class Out>
+struct io {
+  using in = T;
+  using out = Out;
+};
+
+template <class IO>
+class FusedOut : public ::testing::Test {
+ protected:
+  void SetUp() override { ROWSOFTMAX_REQUIRE_GPU(); }
+};
+TYPED_TEST_SUITE_P(FusedOut);
+
+TYPED_TEST_P(FusedOut, EveryTierPlanned) {
+  every_tier_planned<typename TypeParam::in, typename TypeParam::out>(fused_cases(), 4000);
+}
+TYPED_TEST_P(FusedOut, SpecialValuesAndEmptyRows) {
+  special_values<typename TypeParam::in, typename TypeParam::out>(fused_cases());
+}
+TYPED_TEST_P(FusedOut, EveryConfigurationThatHoldsTheRow) {
+  every_configuration<typename TypeParam::in, typename TypeParam::out>(fused_cases());
+}
+
+// In place with another output type is refused (the output would overwrite input elements of
+// another size before they are read), and so is an output that overlaps the input: nothing
+// written, and explain says why.
+TYPED_TEST_P(FusedOut, InPlaceRefused) {
+  using T = typename TypeParam::in;
+  using Out = typename TypeParam::out;
+  constexpr std::int64_t rows = 3, cols = 100;
+  constexpr std::size_t bytes = rows * cols * sizeof(float) + 64;
+  device_buffer<unsigned char> buf(bytes);
+  const std::vector<unsigned char> poisoned(bytes, 0xFF);
+  ROWSOFTMAX_CUDA_OK(buf.upload(poisoned));
+  T* x = reinterpret_cast<T*>(buf.ptr);
+  Out* same = reinterpret_cast<Out*>(buf.ptr);
+  Out* inside = reinterpret_cast<Out*>(buf.ptr + 16);
+  const softmax_options o{};
+  for (Out* y : {same, inside}) {
+    EXPECT_EQ(softmax_forward(x, cols, y, cols, rows, cols, o), cudaErrorInvalidValue);
+    EXPECT_EQ(log_softmax_backward(y, cols, y + rows * cols, cols, x, cols, rows, cols, o),
+              cudaErrorInvalidValue);
+    const char* why = explain_forward(x, cols, y, cols, rows, cols, o);
+    ASSERT_NE(why, nullptr);
+    if (y == same) EXPECT_NE(std::string(why).find("element types differ"), std::string::npos);
+  }
+  ROWSOFTMAX_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<unsigned char> after;
+  ROWSOFTMAX_CUDA_OK(buf.download(after));
+  EXPECT_EQ(after, poisoned);
+}
+
+// compute-sanitizer's subset of the other output types: a short row, a cluster row, a staged or
+// split row with the workspace in the output, both directions, tensors that end where their
+// allocations do.
+TYPED_TEST_P(FusedOut, SanitizerSubset) {
+  using T = typename TypeParam::in;
+  using Out = typename TypeParam::out;
+  const auto cases = fused_cases();
+  for (std::int64_t cols : {33, 20000, 300001}) {
+    shape s = fused_layouts<T>(3, cols)[1];
+    s.guard = 0;
+    check_fused_forward<T, Out>(s, cases[1], seed_of(cols, 80));
+    check_fused_forward<T, Out>(s, cases[2], seed_of(cols, 81));
+    check_fused_backward<T, Out>(s, cases[1], seed_of(cols, 82));
+    check_fused_backward<T, Out>(s, cases[2], seed_of(cols, 83));
+  }
+}
+
+REGISTER_TYPED_TEST_SUITE_P(FusedOut, EveryTierPlanned, SpecialValuesAndEmptyRows,
+                            EveryConfigurationThatHoldsTheRow, InPlaceRefused, SanitizerSubset);
 
 REGISTER_TYPED_TEST_SUITE_P(Fused, EveryTierPlanned, MaskedEveryTierPlanned,
                             BoolMaskEveryTierPlanned, SpecialValuesAndEmptyRows,

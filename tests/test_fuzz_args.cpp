@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host-only argument fuzzing (built with AddressSanitizer and UndefinedBehaviorSanitizer, see
 // CMakeLists.txt): random and extreme int64 sizes and strides, pointer values and alignments, in
-// place, interleaved and partly overlapping tensors, checked by the launchers' own rules
+// place, interleaved and partly overlapping tensors, outputs of another element size (the fused
+// launchers' output types), checked by the launchers' own rules
 // (detail::check_args, which every launcher runs before any CUDA call) against an independent
 // oracle written from the documented contract, and each refusal explained. Plain C++: no CUDA
 // call, so it runs (and must pass) anywhere.
@@ -64,7 +65,8 @@ std::int64_t draw_size(splitmix& g) {
   }
 }
 
-/// One call: N tensors (the last the output), their element size, rows and cols.
+/// One call: N tensors (the last the output), their element size (the output's may differ:
+/// tensor_arg::size), rows and cols.
 struct call {
   std::size_t elem = 4;
   std::int64_t rows = 0, cols = 0;
@@ -73,7 +75,8 @@ struct call {
     std::ostringstream s;
     s << "elem " << elem << " rows " << rows << " cols " << cols;
     for (auto const& x : t)
-      s << " [" << x.ptr << " stride " << x.stride << (x.output ? " out" : "") << "]";
+      s << " [" << x.ptr << " stride " << x.stride << (x.output ? " out" : "")
+        << (x.size != 0 ? " size " + std::to_string(x.size) : "") << "]";
     return s.str();
   }
 };
@@ -132,17 +135,24 @@ call draw_call(splitmix& g) {
     x.ptr = reinterpret_cast<void const*>(static_cast<std::uintptr_t>(p));
     c.t.push_back(x);
   }
+  // A quarter of the calls write another element type (2 bytes from 4, 4 from 2).
+  if (g.chance(25)) c.t.back().size = static_cast<unsigned char>(6 - c.elem);
   return c;
 }
 
+/// Tensor x's element size in call c.
+i128 size_of(call const& c, tensor_arg const& x) {
+  return static_cast<i128>(x.size != 0 ? x.size : c.elem);
+}
+
 /// Whether two tensors share a byte (1) or not (0) by the documented rule, from first
-/// principles: equal strides, every row distance tried in turn; unequal, the address ranges. -1:
-/// too many rows to try.
+/// principles: equal strides and element sizes, every row distance tried in turn; otherwise the
+/// address ranges. -1: too many rows to try.
 int oracle_meet(call const& c, tensor_arg const& x, tensor_arg const& y) {
   const i128 a = static_cast<i128>(reinterpret_cast<std::uintptr_t>(x.ptr));
   const i128 b = static_cast<i128>(reinterpret_cast<std::uintptr_t>(y.ptr));
-  const i128 e = static_cast<i128>(c.elem), w = static_cast<i128>(c.cols) * e;
-  if (x.stride == y.stride && c.rows > 1) {
+  const i128 e = size_of(c, x), w = static_cast<i128>(c.cols) * e;
+  if (x.stride == y.stride && e == size_of(c, y) && c.rows > 1) {
     if (c.rows > 4096) return -1;
     const i128 s = static_cast<i128>(x.stride) * e;
     for (std::int64_t k = -(c.rows - 1); k <= c.rows - 1; ++k) {
@@ -152,7 +162,7 @@ int oracle_meet(call const& c, tensor_arg const& x, tensor_arg const& y) {
     return 0;
   }
   const i128 ex = (static_cast<i128>(c.rows - 1) * x.stride + c.cols) * e;
-  const i128 ey = (static_cast<i128>(c.rows - 1) * y.stride + c.cols) * e;
+  const i128 ey = (static_cast<i128>(c.rows - 1) * y.stride + c.cols) * size_of(c, y);
   return a < b + ey && b < a + ex ? 1 : 0;
 }
 
@@ -165,17 +175,19 @@ int oracle(call const& c) {
   if (c.cols == 0) return static_cast<int>(arg_rule::zero_cols);
   for (auto const& x : c.t) {
     if (x.ptr == nullptr) return static_cast<int>(arg_rule::null_pointer);
-    if (reinterpret_cast<std::uintptr_t>(x.ptr) % c.elem != 0)
+    if (static_cast<i128>(reinterpret_cast<std::uintptr_t>(x.ptr)) % size_of(c, x) != 0)
       return static_cast<int>(arg_rule::misaligned);
     if (x.stride < c.cols) return static_cast<int>(arg_rule::stride_below_cols);
     const i128 last = static_cast<i128>(c.rows - 1) * x.stride + c.cols;
-    if (last > static_cast<i128>(int64_max) / static_cast<i128>(c.elem))
+    if (last > static_cast<i128>(int64_max) / size_of(c, x))
       return static_cast<int>(arg_rule::offset_overflow);
   }
   for (auto const& o : c.t)
     for (auto const& x : c.t)
-      if (&o != &x && o.output && o.ptr == x.ptr && o.stride != x.stride)
-        return static_cast<int>(arg_rule::in_place_stride);
+      if (&o != &x && o.output && o.ptr == x.ptr) {
+        if (size_of(c, o) != size_of(c, x)) return static_cast<int>(arg_rule::in_place_type);
+        if (o.stride != x.stride) return static_cast<int>(arg_rule::in_place_stride);
+      }
   for (auto const& o : c.t)
     for (auto const& x : c.t)
       if (&o != &x && o.output && !x.output && o.ptr != x.ptr) {
@@ -282,4 +294,54 @@ TEST(ArgumentFuzz, OverlapByStrideKind) {
   const tensor_arg after[2] = {{p(0x10000), cols, false},
                                {p(0x10000 + rows * cols * 4), cols, true}};
   EXPECT_EQ(rowsoftmax::detail::check_args(after, 4, rows, cols).rule, arg_rule::ok);
+}
+
+// An output of another element type (the fused launchers' output types): in place refused,
+// vectors where every tensor's rows start the same number of elements into their windows (16
+// bytes of the input's elements, as many of the output's), never contiguous (tiled rows are
+// normalized over the input's tile).
+TEST(ArgumentFuzz, OtherOutputType) {
+  using rowsoftmax::detail::check_args;
+  using rowsoftmax::detail::vector_layout_of;
+  auto p = [](std::uintptr_t a) { return reinterpret_cast<void const*>(a); };
+  const std::int64_t rows = 4, cols = 64;
+  // bf16 in, fp32 out: windows of 8 elements, 16 bytes in and 32 out.
+  const tensor_arg aligned[2] = {{p(0x10000), cols, false, 2}, {p(0x20000), cols, true, 4}};
+  auto l = vector_layout_of(aligned, 2, rows, cols);
+  EXPECT_EQ(l.vec, 8);
+  EXPECT_FALSE(l.shifted);
+  EXPECT_FALSE(l.contiguous);
+  const tensor_arg same_type[2] = {{p(0x10000), cols, false, 2}, {p(0x20000), cols, true, 2}};
+  EXPECT_TRUE(vector_layout_of(same_type, 2, rows, cols).contiguous);
+  // One element into the window in each: bf16 at +2 bytes, fp32 at +4 bytes.
+  const tensor_arg one_in[2] = {{p(0x10002), cols, false, 2}, {p(0x20004), cols, true, 4}};
+  l = vector_layout_of(one_in, 2, rows, cols);
+  EXPECT_EQ(l.vec, 8);
+  EXPECT_TRUE(l.shifted);
+  // fp32 at +16 bytes is 4 elements into its 32-byte window: not the input's head, elements.
+  const tensor_arg apart[2] = {{p(0x10000), cols, false, 2}, {p(0x20010), cols, true, 4}};
+  EXPECT_EQ(vector_layout_of(apart, 2, rows, cols).vec, 1);
+  // fp32 in, bf16 out: windows of 4 elements, 16 bytes in and 8 out.
+  const tensor_arg narrow[2] = {{p(0x10004), cols, false, 4}, {p(0x20002), cols, true, 2}};
+  l = vector_layout_of(narrow, 4, rows, cols);
+  EXPECT_EQ(l.vec, 4);
+  EXPECT_TRUE(l.shifted);
+  // In place with another type: refused with its own rule, explained; misaligned by its own size.
+  const tensor_arg in_place[2] = {{p(0x10000), cols, false, 2}, {p(0x10000), cols, true, 4}};
+  const auto r = check_args(in_place, 2, rows, cols);
+  EXPECT_EQ(r.rule, arg_rule::in_place_type);
+  static constexpr char const* names[2] = {"x", "y"};
+  const char* why = rowsoftmax::detail::explain_args(r, names, in_place, 2, rows, cols);
+  ASSERT_NE(why, nullptr);
+  EXPECT_NE(std::string(why).find("element types differ (4 and 2 bytes)"), std::string::npos)
+      << why;
+  const tensor_arg misaligned[2] = {{p(0x10002), cols, false, 2}, {p(0x20002), cols, true, 4}};
+  EXPECT_EQ(check_args(misaligned, 2, rows, cols).rule, arg_rule::misaligned);
+  // fp32 y right after a bf16 x's last row: apart; one element earlier: overlapping.
+  const tensor_arg after[2] = {{p(0x10000), cols, false, 2},
+                               {p(0x10000 + rows * cols * 2), cols, true, 4}};
+  EXPECT_EQ(check_args(after, 2, rows, cols).rule, arg_rule::ok);
+  const tensor_arg over[2] = {{p(0x10000), cols, false, 2},
+                              {p(0x10000 + rows * cols * 2 - 4), cols, true, 4}};
+  EXPECT_EQ(check_args(over, 2, rows, cols).rule, arg_rule::overlap);
 }

@@ -5,7 +5,7 @@
 
 builds the same sources as the compile-on-import path (csrc/: the binding and, per dtype, one unit
 of the plain launchers, one of the fused, one of the masked, one of the boolean-masked and one of
-the biased forward)
+the biased forward; per pair of input and output dtypes, one of the fused of another output type)
 into rowsoftmax_torch._C with torch.utils.cpp_extension.CUDAExtension and BuildExtension, for the
 architectures in TORCH_CUDA_ARCH_LIST (torch's own variable, read by BuildExtension; unset: the
 GPUs it sees, else torch's default list). `--no-build-isolation` lets the build import the
@@ -47,7 +47,9 @@ SOURCES = [f"csrc/{f}" for f in ("binding.cpp", "launch_float.cu", "launch_half.
                                  "launch_masked_half.cu", "launch_masked_bf16.cu",
                                  "launch_bool_masked_float.cu", "launch_bool_masked_half.cu",
                                  "launch_bool_masked_bf16.cu", "launch_biased_float.cu",
-                                 "launch_biased_half.cu", "launch_biased_bf16.cu")]
+                                 "launch_biased_half.cu", "launch_biased_bf16.cu",
+                                 "launch_out_bf16_float.cu", "launch_out_half_float.cu",
+                                 "launch_out_float_bf16.cu", "launch_out_float_half.cu")]
 
 setup(
     name="rowsoftmax_torch",

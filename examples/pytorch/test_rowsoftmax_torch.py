@@ -550,6 +550,56 @@ def test_masked_clear_errors():
     with pytest.raises(TypeError, match="mask"):
         rs.softmax(x, mask=[True] * 8)
 
+# Other output dtypes: (x's dtype, y's dtype) as torch.softmax(x, -1, dtype=...) allows them.
+OUT_PAIRS = [(torch.bfloat16, torch.float32), (torch.float16, torch.float32),
+             (torch.float32, torch.bfloat16), (torch.float32, torch.float16)]
+
+
+@pytest.mark.parametrize("pair", OUT_PAIRS, ids=lambda p: f"{p[0]}->{p[1]}".replace("torch.", ""))
+@pytest.mark.parametrize("shape", [(3, 33), (2, 3, 1000), (4, 4097), (3, 50257), (1, 300001)])
+@pytest.mark.parametrize("log", [False, True])
+def test_output_dtype_forward_and_gradient(pair, shape, log):
+    """y of dtype against torch.softmax(x, -1, dtype=...) (and log_softmax) in float64, with the
+    scale, per-row scales and lse; the gradient reaching x of x's dtype, through y and lse."""
+    xt, yt = pair
+    ours, theirs = FUSED[log]
+    x = make(shape, xt, seed=sum(shape) + 11 * int(log))
+    r = row_scales(shape, seed=len(shape) + 1)
+    y, lse = ours(x, scale=0.6, row_scale=r, return_lse=True, dtype=yt)
+    assert y.dtype == yt and y.shape == x.shape and y.is_contiguous()
+    z = x.float() * scales_of(x, 0.6, r)
+    assert close(y, theirs(z.double(), dim=-1), yt)
+    torch.testing.assert_close(lse, torch.logsumexp(z, dim=-1), rtol=1e-5, atol=1e-5)
+    # torch's own dtype= path gives the same within y's rounding.
+    assert close(ours(x, dtype=yt), theirs(x, dim=-1, dtype=yt).double(), yt)
+    w = make(shape, yt, seed=sum(shape) + 1, scale=1.0)
+    v = make(shape[:-1], torch.float32, seed=sum(shape) + 2, scale=1.0)
+    xg = x.clone().requires_grad_(True)
+    y, lse = ours(xg, scale=0.6, row_scale=r, return_lse=True, dtype=yt)
+    ((y * w).sum() + (lse * v).sum()).backward()
+    assert xg.grad.dtype == xt
+    xd = x.double().requires_grad_(True)
+    s = scales_of(x, 0.6, r).double()
+    zd = xd * s
+    ((theirs(zd, dim=-1) * w.double()).sum() + (torch.logsumexp(zd, -1) * v.double()).sum()
+     ).backward()
+    # dy is of y's dtype, y rounded to it: the gradient's error is the coarser dtype's.
+    coarse = xt if TOL[xt] > TOL[yt] else yt
+    p = torch.softmax(zd.detach(), dim=-1)
+    assert close(xg.grad, xd.grad, coarse, grad_bound(p, s, w.double(), v.double(), log))
+
+
+def test_output_dtype_errors():
+    x = make((2, 8), torch.bfloat16, seed=1)
+    with pytest.raises(TypeError, match="dtype must be"):
+        rs.softmax(x, dtype=torch.float16)
+    with pytest.raises(TypeError, match="dtype must be"):
+        rs.softmax(x.float(), dtype=torch.float64)
+    with pytest.raises(ValueError, match="not supported with lengths"):
+        rs.softmax(x, dtype=torch.float32, causal=True)
+    assert rs.softmax(x, dtype=torch.bfloat16).dtype == torch.bfloat16  # x's own: accepted
+
+
 def test_torch_compile_fullgraph():
     torch._dynamo.reset()
 
@@ -583,19 +633,29 @@ def test_opcheck_custom_ops():
             for row_scale, zero_empty, return_lse in ((None, False, False), (r, True, True)):
                 xg = x.clone().requires_grad_(True)
                 args = (xg, 0.75, row_scale, log, zero_empty, return_lse, None, False, 0, None,
-                        None)
+                        None, None)
                 torch.library.opcheck(ops.fused_forward.default, args)
+                # Another output dtype, and its backward (dx of x's dtype).
+                args = args[:-1] + (torch.bfloat16,)
+                torch.library.opcheck(ops.fused_forward.default, args)
+                y, _ = ops.fused_forward(*args)
+                dy = make(shape, torch.bfloat16, seed=2)
+                torch.library.opcheck(ops.fused_backward.default,
+                                      (dy, y, 0.75, row_scale, log, None, False, 0, None,
+                                       torch.float32))
             lengths = torch.full(shape[:-1], shape[-1] // 2 + 1, dtype=torch.int32, device="cuda")
             keep = make(shape, torch.float32, seed=5) > -4
             for masks in ((None, False, 0, None), (lengths, True, 1, None), (None, False, 0, keep),
                           (lengths, True, -1, keep[:1].expand(shape))):
                 xg = x.clone().requires_grad_(True)
-                args = (xg, 0.75, r, log, True, True) + masks + (None,)
+                args = (xg, 0.75, r, log, True, True) + masks + (None, None)
                 torch.library.opcheck(ops.fused_forward.default, args)
                 # With a bias that needs a gradient too.
                 bias = make(shape, torch.float32, seed=6).requires_grad_(True)
-                args = (x.clone().requires_grad_(True), 0.75, r, log, True, True) + masks + (bias,)
+                args = ((x.clone().requires_grad_(True), 0.75, r, log, True, True) + masks +
+                        (bias, None))
                 torch.library.opcheck(ops.fused_forward.default, args)
-                y, _ = ops.fused_forward(x, 0.75, r, log, False, False, *masks, None)
+                y, _ = ops.fused_forward(x, 0.75, r, log, False, False, *masks, None, None)
                 dy = make(shape, torch.float32, seed=4)
-                torch.library.opcheck(ops.fused_backward.default, (dy, y, 0.75, r, log) + masks)
+                torch.library.opcheck(ops.fused_backward.default,
+                                      (dy, y, 0.75, r, log) + masks + (None,))

@@ -13,7 +13,8 @@
 //   rowsoftmax::softmax_forward(x, x_stride, y, y_stride, rows, cols, masked_options, stream);
 //
 // Declares (explicit instantiation declarations) what extern.cuh declares, and for every element
-// type and options type (softmax_options, masked_softmax_options, bool_masked_softmax_options)
+// type, output type (the input's; float for 16-bit inputs, 16-bit for float) and options type
+// (softmax_options, masked_softmax_options, bool_masked_softmax_options, biased_softmax_options)
 // the functions through which the fused launchers, plan queries and explanations reach their
 // kernels (softmax and log-softmax, forward and backward), so that no unit including it compiles
 // a kernel. The plain launchers come from a unit including <rowsoftmax/instantiate.cuh>, as
@@ -25,6 +26,10 @@
 #include "detail/fused_instances.hpp"
 #include "extern.cuh"
 
-ROWSOFTMAX_DETAIL_FUSED_INSTANCES_ALL(extern template, float);
-ROWSOFTMAX_DETAIL_FUSED_INSTANCES_ALL(extern template, __half);
-ROWSOFTMAX_DETAIL_FUSED_INSTANCES_ALL(extern template, __nv_bfloat16);
+ROWSOFTMAX_DETAIL_FUSED_OUT_INSTANCES_ALL(extern template, float, float);
+ROWSOFTMAX_DETAIL_FUSED_OUT_INSTANCES_ALL(extern template, __half, __half);
+ROWSOFTMAX_DETAIL_FUSED_OUT_INSTANCES_ALL(extern template, __nv_bfloat16, __nv_bfloat16);
+ROWSOFTMAX_DETAIL_FUSED_OUT_INSTANCES_ALL(extern template, __half, float);
+ROWSOFTMAX_DETAIL_FUSED_OUT_INSTANCES_ALL(extern template, __nv_bfloat16, float);
+ROWSOFTMAX_DETAIL_FUSED_OUT_INSTANCES_ALL(extern template, float, __half);
+ROWSOFTMAX_DETAIL_FUSED_OUT_INSTANCES_ALL(extern template, float, __nv_bfloat16);

@@ -75,7 +75,7 @@ bool meets_writes(void const* p, std::uint64_t span, softmax_options const& o, d
   const auto at = reinterpret_cast<std::uintptr_t>(p);
   for (std::size_t i = 0; i < N; ++i)
     if (t[i].output && ranges_meet(at, span, reinterpret_cast<std::uintptr_t>(t[i].ptr),
-                                   tensor_bytes(t[i], elem_size, rows, cols)))
+                                   tensor_bytes(t[i], elem_of(t[i], elem_size), rows, cols)))
       return true;
   return dir == direction::forward && o.row_lse != nullptr &&
          ranges_meet(at, span, reinterpret_cast<std::uintptr_t>(o.row_lse),
@@ -121,7 +121,7 @@ option_rule check_options(softmax_options const& o, direction dir, tensor_arg co
   const auto meets = [&](void const* p, tensor_arg const& x) {
     return ranges_meet(reinterpret_cast<std::uintptr_t>(p), row_floats,
                        reinterpret_cast<std::uintptr_t>(x.ptr),
-                       tensor_bytes(x, elem_size, rows, cols));
+                       tensor_bytes(x, elem_of(x, elem_size), rows, cols));
   };
   for (std::size_t i = 0; i < N; ++i) {
     if (o.row_scale != nullptr && t[i].output && meets(o.row_scale, t[i]))
@@ -373,13 +373,24 @@ const char* explain_options(option_rule r, Options const& o) noexcept {
   return b;
 }
 
+/// Whether a fused call may write `Out` from `T`: the same type, or float from a 16-bit type and
+/// the reverse.
+template <class T, class Out>
+inline constexpr bool output_pair_v = std::is_same_v<T, Out> ||
+                                      (supported_type_v<T> && supported_type_v<Out> &&
+                                       (std::is_same_v<T, float> != std::is_same_v<Out, float>));
+
 /// One call of a fused forward launcher: forward_call's tensors, the options and the op's
 /// arguments; `Masked`: with masked_softmax_options (`Keep`: bool_masked_softmax_options;
-/// `Bias`: biased_softmax_options).
-template <class T, bool Log, bool Masked = false, bool Keep = false, bool Bias = false>
+/// `Bias`: biased_softmax_options); y of `Out`.
+template <class T, bool Log, bool Masked = false, bool Keep = false, bool Bias = false,
+          class Out = T>
 struct fused_forward_call {
   static_assert(supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  using op = fused_forward_op<T, Log, Masked, Keep, Bias>;
+  static_assert(output_pair_v<T, Out>,
+                "rowsoftmax: y must be of x's type, or float where x is 16-bit, or 16-bit where x "
+                "is float");
+  using op = fused_forward_op<T, Log, Masked, Keep, Bias, Out>;
   static constexpr bool masked = Masked;
   static constexpr bool keep = Keep;
   static constexpr bool bias = Bias;
@@ -387,24 +398,28 @@ struct fused_forward_call {
   tensor_arg tensors[2];
   options_of<Masked, Keep, Bias> options;
   typename op::args args;
-  fused_forward_call(T const* x, std::int64_t x_row_stride, T const* y, std::int64_t y_row_stride,
+  fused_forward_call(T const* x, std::int64_t x_row_stride, Out const* y, std::int64_t y_row_stride,
                      std::int64_t rows, std::int64_t cols,
                      options_of<Masked, Keep, Bias> const& o) noexcept
-      : tensors{{x, x_row_stride, false}, {y, y_row_stride, true}},
+      : tensors{{x, x_row_stride, false, sizeof(T)}, {y, y_row_stride, true, sizeof(Out)}},
         options(o),
         args(call_args<Masked, Keep, Bias>(
-            typename op::base_args{x, x_row_stride, const_cast<T*>(y), y_row_stride, rows, cols,
+            typename op::base_args{x, x_row_stride, const_cast<Out*>(y), y_row_stride, rows, cols,
                                    fused_params::of(o), 0},
             o, rows, cols)) {}
   bool options_ok() const noexcept { return check_call_options(*this) == option_rule::ok; }
 };
 
 /// One call of a fused backward launcher (`Bias`: with biased_softmax_options, whose bias it
-/// does not read).
-template <class T, bool Log, bool Masked = false, bool Keep = false, bool Bias = false>
+/// does not read): dy and y of the forward's output type `Out`, dx of its input type T.
+template <class T, bool Log, bool Masked = false, bool Keep = false, bool Bias = false,
+          class Out = T>
 struct fused_backward_call {
   static_assert(supported_type_v<T>, "rowsoftmax: T must be float, __half or __nv_bfloat16");
-  using op = fused_backward_op<T, Log, Masked, Keep, Bias>;
+  static_assert(output_pair_v<T, Out>,
+                "rowsoftmax: dy and y must be of dx's type, or float where dx is 16-bit, or "
+                "16-bit where dx is float");
+  using op = fused_backward_op<Out, Log, Masked, Keep, Bias, T>;
   static constexpr bool masked = Masked;
   static constexpr bool keep = Keep;
   static constexpr bool bias = false;  // no bias rules: backward does not read it
@@ -412,11 +427,13 @@ struct fused_backward_call {
   tensor_arg tensors[3];
   options_of<Masked, Keep, Bias> options;
   typename op::args args;
-  fused_backward_call(T const* dy, std::int64_t dy_row_stride, T const* y,
+  fused_backward_call(Out const* dy, std::int64_t dy_row_stride, Out const* y,
                       std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
                       std::int64_t rows, std::int64_t cols,
                       options_of<Masked, Keep, Bias> const& o) noexcept
-      : tensors{{dy, dy_row_stride, false}, {y, y_row_stride, false}, {dx, dx_row_stride, true}},
+      : tensors{{dy, dy_row_stride, false, sizeof(Out)},
+                {y, y_row_stride, false, sizeof(Out)},
+                {dx, dx_row_stride, true, sizeof(T)}},
         options(o),
         args(call_args<Masked, Keep, false>(
             typename op::base_args{dy, dy_row_stride, y, y_row_stride, const_cast<T*>(dx),
@@ -426,26 +443,26 @@ struct fused_backward_call {
 };
 
 /// A fused forward launch (`Masked` from the options' type): the launchers below in one place.
-template <bool Log, class T, class Options>
+template <bool Log, class T, class Out, class Options>
 cudaError_t launch_fused_forward(void* workspace, std::size_t* workspace_bytes, T const* x,
-                                 std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                                 std::int64_t x_row_stride, Out* y, std::int64_t y_row_stride,
                                  std::int64_t rows, std::int64_t cols, Options const& options,
                                  cudaStream_t stream) noexcept {
   constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>;
-  return launch_call(fused_forward_call<T, Log, masked, keep, has_bias_v<Options>>(
+  return launch_call(fused_forward_call<T, Log, masked, keep, has_bias_v<Options>, Out>(
                          x, x_row_stride, y, y_row_stride, rows, cols, options),
                      workspace, workspace_bytes, stream);
 }
 
-template <bool Log, class T, class Options>
-cudaError_t launch_fused_backward(void* workspace, std::size_t* workspace_bytes, T const* dy,
-                                  std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
-                                  T* dx, std::int64_t dx_row_stride, std::int64_t rows,
-                                  std::int64_t cols, Options const& options,
+template <bool Log, class T, class Out, class Options>
+cudaError_t launch_fused_backward(void* workspace, std::size_t* workspace_bytes, Out const* dy,
+                                  std::int64_t dy_row_stride, Out const* y,
+                                  std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
+                                  std::int64_t rows, std::int64_t cols, Options const& options,
                                   cudaStream_t stream) noexcept {
   constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>;
   return launch_call(
-      fused_backward_call<T, Log, masked, keep, has_bias_v<Options>>(
+      fused_backward_call<T, Log, masked, keep, has_bias_v<Options>, Out>(
           dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options),
       workspace, workspace_bytes, stream);
 }
@@ -462,12 +479,18 @@ const char* explain_fused(Call const& call) noexcept {
 /// options' scale, per-row scale, row log-sum-exp output and empty-row policy (softmax_options
 /// says each). One read of x and one write of y, planned and tiered as the plain launcher.
 ///
-/// @param x, x_row_stride, y, y_row_stride, rows, cols, stream  as for the plain softmax_forward
+/// @param x, x_row_stride, y, y_row_stride, rows, cols, stream  as for the plain softmax_forward;
+///                 y's element type `Out` is T's or another (every fused launcher): float where
+///                 T is __half or __nv_bfloat16, either 16-bit type where T is float
+///                 (`torch.softmax(x, -1, dtype=...)`), computed in float and rounded once to
+///                 Out, y aligned to its own element; then not in place, and with vectors only
+///                 where y's rows start as many elements into 16 / sizeof(T)-element windows as
+///                 x's (else element access)
 /// @param options  the fused options; `softmax_options{}` computes plain softmax (through the
 ///                 fused kernels)
 /// @return as for the plain launcher; cudaErrorInvalidValue also for a non-finite scale, a
-///         misaligned row_scale or row_lse, or an empty_rows value out of range, in which case
-///         nothing is launched or written.
+///         misaligned row_scale or row_lse, an empty_rows value out of range, or y of another
+///         type at x's address, in which case nothing is launched or written.
 ///
 /// Asynchronous, allocation-free, graph-capturable; row_scale and row_lse are read and written
 /// when the kernel runs. Rows too long for a cluster are handled as by the plain launcher (the
@@ -478,9 +501,10 @@ const char* explain_fused(Call const& call) noexcept {
 /// o.scale = 1.0f / temperature;
 /// rowsoftmax::softmax_forward(logits, vocab, probs, vocab, batch, vocab, o, stream);
 /// @endcode
-template <class T>
-cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
-                            std::int64_t rows, std::int64_t cols, softmax_options const& options,
+template <class T, class Out>
+cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, Out* y,
+                            std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
+                            softmax_options const& options,
                             cudaStream_t stream = nullptr) noexcept {
   return detail::launch_fused_forward<false>(nullptr, nullptr, x, x_row_stride, y, y_row_stride,
                                              rows, cols, options, stream);
@@ -521,18 +545,18 @@ cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::in
 /// b.bias_strides = {0, keys, 0};
 /// rowsoftmax::softmax_forward(s, keys, p, keys, batch * heads * queries, keys, b, stream);
 /// @endcode
-template <class T, class Options, detail::if_masked_options<Options> = 0>
-cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
-                            std::int64_t rows, std::int64_t cols, Options const& options,
-                            cudaStream_t stream = nullptr) noexcept {
+template <class T, class Out, class Options, detail::if_masked_options<Options> = 0>
+cudaError_t softmax_forward(T const* x, std::int64_t x_row_stride, Out* y,
+                            std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
+                            Options const& options, cudaStream_t stream = nullptr) noexcept {
   return detail::launch_fused_forward<false>(nullptr, nullptr, x, x_row_stride, y, y_row_stride,
                                              rows, cols, options, stream);
 }
 
 /// @brief Fused softmax with a workspace (the convention of the plain workspace overload).
-template <class T>
+template <class T, class Out>
 cudaError_t softmax_forward(void* workspace, std::size_t* workspace_bytes, T const* x,
-                            std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                            std::int64_t x_row_stride, Out* y, std::int64_t y_row_stride,
                             std::int64_t rows, std::int64_t cols, softmax_options const& options,
                             cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
@@ -541,9 +565,9 @@ cudaError_t softmax_forward(void* workspace, std::size_t* workspace_bytes, T con
 }
 
 /// @brief Masked softmax with a workspace.
-template <class T, class Options, detail::if_masked_options<Options> = 0>
+template <class T, class Out, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t softmax_forward(void* workspace, std::size_t* workspace_bytes, T const* x,
-                            std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                            std::int64_t x_row_stride, Out* y, std::int64_t y_row_stride,
                             std::int64_t rows, std::int64_t cols, Options const& options,
                             cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
@@ -555,8 +579,8 @@ cudaError_t softmax_forward(void* workspace, std::size_t* workspace_bytes, T con
 /// as (z - M) - ln S (softmax_options). Otherwise as the fused softmax_forward; the overload
 /// without options is plain log-softmax. Matches torch.log_softmax (a NaN or +inf makes the row
 /// NaN, a row of only -inf is NaN or, with empty_rows::zero, -inf).
-template <class T>
-cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
+template <class T, class Out>
+cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, Out* y,
                                 std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                 softmax_options const& options,
                                 cudaStream_t stream = nullptr) noexcept {
@@ -566,8 +590,8 @@ cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
 
 /// @brief Masked log-softmax, strided rows: the masked columns written as -inf, their values not
 /// used (masked_softmax_options).
-template <class T, class Options, detail::if_masked_options<Options> = 0>
-cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
+template <class T, class Out, class Options, detail::if_masked_options<Options> = 0>
+cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, Out* y,
                                 std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                 Options const& options, cudaStream_t stream = nullptr) noexcept {
   return detail::launch_fused_forward<true>(nullptr, nullptr, x, x_row_stride, y, y_row_stride,
@@ -575,8 +599,8 @@ cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
 }
 
 /// @brief Plain log-softmax (default options), strided rows.
-template <class T>
-cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
+template <class T, class Out>
+cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, Out* y,
                                 std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                 cudaStream_t stream = nullptr) noexcept {
   return log_softmax_forward(x, x_row_stride, y, y_row_stride, rows, cols, softmax_options{},
@@ -584,9 +608,9 @@ cudaError_t log_softmax_forward(T const* x, std::int64_t x_row_stride, T* y,
 }
 
 /// @brief Log-softmax with a workspace (the convention of the plain workspace overload).
-template <class T>
+template <class T, class Out>
 cudaError_t log_softmax_forward(void* workspace, std::size_t* workspace_bytes, T const* x,
-                                std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                                std::int64_t x_row_stride, Out* y, std::int64_t y_row_stride,
                                 std::int64_t rows, std::int64_t cols,
                                 softmax_options const& options,
                                 cudaStream_t stream = nullptr) noexcept {
@@ -596,9 +620,9 @@ cudaError_t log_softmax_forward(void* workspace, std::size_t* workspace_bytes, T
 }
 
 /// @brief Masked log-softmax with a workspace.
-template <class T, class Options, detail::if_masked_options<Options> = 0>
+template <class T, class Out, class Options, detail::if_masked_options<Options> = 0>
 cudaError_t log_softmax_forward(void* workspace, std::size_t* workspace_bytes, T const* x,
-                                std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                                std::int64_t x_row_stride, Out* y, std::int64_t y_row_stride,
                                 std::int64_t rows, std::int64_t cols, Options const& options,
                                 cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
@@ -608,9 +632,10 @@ cudaError_t log_softmax_forward(void* workspace, std::size_t* workspace_bytes, T
 
 /// @brief Backward of the fused softmax_forward with the same options: `dx = s_i * y * (dy -
 /// sum(dy * y))` along each row (the gradient with respect to x; row_lse is not used). dy, y and
-/// dx as for the plain softmax_backward, in place allowed likewise.
-template <class T>
-cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
+/// dx as for the plain softmax_backward, in place allowed likewise; dy and y of the forward's
+/// output type `Out`, dx of its input type T (in place only where they are one type).
+template <class T, class Out>
+cudaError_t softmax_backward(Out const* dy, std::int64_t dy_row_stride, Out const* y,
                              std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
                              std::int64_t rows, std::int64_t cols, softmax_options const& options,
                              cudaStream_t stream = nullptr) noexcept {
@@ -620,8 +645,8 @@ cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y
 
 /// @brief Backward of the masked softmax_forward with the same options: over the kept columns,
 /// dx 0 in the others, whose dy and y are not used.
-template <class T, class Options, detail::if_masked_options<Options> = 0>
-cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
+template <class T, class Out, class Options, detail::if_masked_options<Options> = 0>
+cudaError_t softmax_backward(Out const* dy, std::int64_t dy_row_stride, Out const* y,
                              std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
                              std::int64_t rows, std::int64_t cols, Options const& options,
                              cudaStream_t stream = nullptr) noexcept {
@@ -630,9 +655,9 @@ cudaError_t softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y
 }
 
 /// @brief Fused softmax backward with a workspace.
-template <class T>
-cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, T const* dy,
-                             std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
+template <class T, class Out>
+cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, Out const* dy,
+                             std::int64_t dy_row_stride, Out const* y, std::int64_t y_row_stride,
                              T* dx, std::int64_t dx_row_stride, std::int64_t rows,
                              std::int64_t cols, softmax_options const& options,
                              cudaStream_t stream = nullptr) noexcept {
@@ -643,9 +668,9 @@ cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, T co
 }
 
 /// @brief Masked softmax backward with a workspace.
-template <class T, class Options, detail::if_masked_options<Options> = 0>
-cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, T const* dy,
-                             std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
+template <class T, class Out, class Options, detail::if_masked_options<Options> = 0>
+cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, Out const* dy,
+                             std::int64_t dy_row_stride, Out const* y, std::int64_t y_row_stride,
                              T* dx, std::int64_t dx_row_stride, std::int64_t rows,
                              std::int64_t cols, Options const& options,
                              cudaStream_t stream = nullptr) noexcept {
@@ -658,8 +683,8 @@ cudaError_t softmax_backward(void* workspace, std::size_t* workspace_bytes, T co
 /// @brief Backward of log_softmax_forward with the same options: `dx = s_i * (dy - exp(y) *
 /// sum(dy))` along each row, y being the forward's output. Matches
 /// torch.ops.aten._log_softmax_backward_data (times the scale).
-template <class T>
-cudaError_t log_softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
+template <class T, class Out>
+cudaError_t log_softmax_backward(Out const* dy, std::int64_t dy_row_stride, Out const* y,
                                  std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
                                  std::int64_t rows, std::int64_t cols,
                                  softmax_options const& options,
@@ -670,8 +695,8 @@ cudaError_t log_softmax_backward(T const* dy, std::int64_t dy_row_stride, T cons
 
 /// @brief Backward of the masked log_softmax_forward with the same options: over the kept
 /// columns (sum(dy) over them only, see masked_softmax_options), dx 0 in the others.
-template <class T, class Options, detail::if_masked_options<Options> = 0>
-cudaError_t log_softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
+template <class T, class Out, class Options, detail::if_masked_options<Options> = 0>
+cudaError_t log_softmax_backward(Out const* dy, std::int64_t dy_row_stride, Out const* y,
                                  std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
                                  std::int64_t rows, std::int64_t cols, Options const& options,
                                  cudaStream_t stream = nullptr) noexcept {
@@ -680,8 +705,8 @@ cudaError_t log_softmax_backward(T const* dy, std::int64_t dy_row_stride, T cons
 }
 
 /// @brief Plain log-softmax backward (default options), strided rows.
-template <class T>
-cudaError_t log_softmax_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
+template <class T, class Out>
+cudaError_t log_softmax_backward(Out const* dy, std::int64_t dy_row_stride, Out const* y,
                                  std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
                                  std::int64_t rows, std::int64_t cols,
                                  cudaStream_t stream = nullptr) noexcept {
@@ -690,11 +715,12 @@ cudaError_t log_softmax_backward(T const* dy, std::int64_t dy_row_stride, T cons
 }
 
 /// @brief Log-softmax backward with a workspace.
-template <class T>
-cudaError_t log_softmax_backward(void* workspace, std::size_t* workspace_bytes, T const* dy,
-                                 std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
-                                 T* dx, std::int64_t dx_row_stride, std::int64_t rows,
-                                 std::int64_t cols, softmax_options const& options,
+template <class T, class Out>
+cudaError_t log_softmax_backward(void* workspace, std::size_t* workspace_bytes, Out const* dy,
+                                 std::int64_t dy_row_stride, Out const* y,
+                                 std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
+                                 std::int64_t rows, std::int64_t cols,
+                                 softmax_options const& options,
                                  cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
   return detail::launch_fused_backward<true>(workspace, workspace_bytes, dy, dy_row_stride, y,
@@ -703,11 +729,11 @@ cudaError_t log_softmax_backward(void* workspace, std::size_t* workspace_bytes, 
 }
 
 /// @brief Masked log-softmax backward with a workspace.
-template <class T, class Options, detail::if_masked_options<Options> = 0>
-cudaError_t log_softmax_backward(void* workspace, std::size_t* workspace_bytes, T const* dy,
-                                 std::int64_t dy_row_stride, T const* y, std::int64_t y_row_stride,
-                                 T* dx, std::int64_t dx_row_stride, std::int64_t rows,
-                                 std::int64_t cols, Options const& options,
+template <class T, class Out, class Options, detail::if_masked_options<Options> = 0>
+cudaError_t log_softmax_backward(void* workspace, std::size_t* workspace_bytes, Out const* dy,
+                                 std::int64_t dy_row_stride, Out const* y,
+                                 std::int64_t y_row_stride, T* dx, std::int64_t dx_row_stride,
+                                 std::int64_t rows, std::int64_t cols, Options const& options,
                                  cudaStream_t stream = nullptr) noexcept {
   if (workspace_bytes == nullptr) return cudaErrorInvalidValue;
   return detail::launch_fused_backward<true>(workspace, workspace_bytes, dy, dy_row_stride, y,
@@ -717,24 +743,24 @@ cudaError_t log_softmax_backward(void* workspace, std::size_t* workspace_bytes, 
 
 namespace detail {
 
-template <class T, class Options>
-cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y,
+template <class T, class Out, class Options>
+cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, Out const* y,
                                std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                Options const& options, bool log, plan* out,
                                bool with_workspace) noexcept {
   if (out == nullptr) return cudaErrorInvalidValue;
   constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>,
                  bias = has_bias_v<Options>;
-  return log ? checked_plan(fused_forward_call<T, true, masked, keep, bias>(
+  return log ? checked_plan(fused_forward_call<T, true, masked, keep, bias, Out>(
                                 x, x_row_stride, y, y_row_stride, rows, cols, options),
                             with_workspace, out)
-             : checked_plan(fused_forward_call<T, false, masked, keep, bias>(
+             : checked_plan(fused_forward_call<T, false, masked, keep, bias, Out>(
                                 x, x_row_stride, y, y_row_stride, rows, cols, options),
                             with_workspace, out);
 }
 
-template <class T, class Options>
-cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const* y,
+template <class T, class Out, class Options>
+cudaError_t fused_backward_plan(Out const* dy, std::int64_t dy_row_stride, Out const* y,
                                 std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
                                 std::int64_t rows, std::int64_t cols, Options const& options,
                                 bool log, plan* out, bool with_workspace) noexcept {
@@ -742,11 +768,11 @@ cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const
   constexpr bool masked = is_masked_options_v<Options>, keep = has_keep_v<Options>,
                  bias = has_bias_v<Options>;
   return log ? checked_plan(
-                   fused_backward_call<T, true, masked, keep, bias>(
+                   fused_backward_call<T, true, masked, keep, bias, Out>(
                        dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options),
                    with_workspace, out)
              : checked_plan(
-                   fused_backward_call<T, false, masked, keep, bias>(
+                   fused_backward_call<T, false, masked, keep, bias, Out>(
                        dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options),
                    with_workspace, out);
 }
@@ -755,8 +781,8 @@ cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const
 
 /// @brief The plan a fused forward launcher would launch (`log`: log_softmax_forward); see
 /// softmax_forward_plan. The options are checked as the launcher checks them.
-template <class T>
-cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y,
+template <class T, class Out>
+cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, Out const* y,
                                std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                softmax_options const& options, bool log, plan* out,
                                bool with_workspace = false) noexcept {
@@ -765,8 +791,8 @@ cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y
 }
 
 /// @brief The plan a masked forward launcher would launch (`log`: log_softmax_forward).
-template <class T, class Options, detail::if_masked_options<Options> = 0>
-cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y,
+template <class T, class Out, class Options, detail::if_masked_options<Options> = 0>
+cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, Out const* y,
                                std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                                Options const& options, bool log, plan* out,
                                bool with_workspace = false) noexcept {
@@ -775,8 +801,8 @@ cudaError_t fused_forward_plan(T const* x, std::int64_t x_row_stride, T const* y
 }
 
 /// @brief The plan a fused backward launcher would launch (`log`: log_softmax_backward).
-template <class T>
-cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const* y,
+template <class T, class Out>
+cudaError_t fused_backward_plan(Out const* dy, std::int64_t dy_row_stride, Out const* y,
                                 std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
                                 std::int64_t rows, std::int64_t cols,
                                 softmax_options const& options, bool log, plan* out,
@@ -786,8 +812,8 @@ cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const
 }
 
 /// @brief The plan a masked backward launcher would launch (`log`: log_softmax_backward).
-template <class T, class Options, detail::if_masked_options<Options> = 0>
-cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const* y,
+template <class T, class Out, class Options, detail::if_masked_options<Options> = 0>
+cudaError_t fused_backward_plan(Out const* dy, std::int64_t dy_row_stride, Out const* y,
                                 std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
                                 std::int64_t rows, std::int64_t cols, Options const& options,
                                 bool log, plan* out, bool with_workspace = false) noexcept {
@@ -798,44 +824,44 @@ cudaError_t fused_backward_plan(T const* dy, std::int64_t dy_row_stride, T const
 /// @brief Why a fused forward launcher (softmax_forward or log_softmax_forward with options)
 /// would refuse these arguments: the tensors' rules as explain_forward says them, then the
 /// options'; nullptr where it accepts them. Compiles no kernel, touches no device.
-template <class T>
-const char* explain_forward(T const* x, std::int64_t x_row_stride, T const* y,
+template <class T, class Out>
+const char* explain_forward(T const* x, std::int64_t x_row_stride, Out const* y,
                             std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                             softmax_options const& options) noexcept {
-  return detail::explain_fused(
-      detail::fused_forward_call<T, false>(x, x_row_stride, y, y_row_stride, rows, cols, options));
+  return detail::explain_fused(detail::fused_forward_call<T, false, false, false, false, Out>(
+      x, x_row_stride, y, y_row_stride, rows, cols, options));
 }
 
 /// @brief Why a masked forward launcher would refuse these arguments (nullptr: it accepts them).
-template <class T, class Options, detail::if_masked_options<Options> = 0>
-const char* explain_forward(T const* x, std::int64_t x_row_stride, T const* y,
+template <class T, class Out, class Options, detail::if_masked_options<Options> = 0>
+const char* explain_forward(T const* x, std::int64_t x_row_stride, Out const* y,
                             std::int64_t y_row_stride, std::int64_t rows, std::int64_t cols,
                             Options const& options) noexcept {
   return detail::explain_fused(
       detail::fused_forward_call<T, false, true, detail::has_keep_v<Options>,
-                                 detail::has_bias_v<Options>>(x, x_row_stride, y, y_row_stride,
-                                                              rows, cols, options));
+                                 detail::has_bias_v<Options>, Out>(x, x_row_stride, y, y_row_stride,
+                                                                   rows, cols, options));
 }
 
 /// @brief Why a fused backward launcher would refuse these arguments (nullptr: it accepts them).
-template <class T>
-const char* explain_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
+template <class T, class Out>
+const char* explain_backward(Out const* dy, std::int64_t dy_row_stride, Out const* y,
                              std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
                              std::int64_t rows, std::int64_t cols,
                              softmax_options const& options) noexcept {
-  return detail::explain_fused(detail::fused_backward_call<T, false>(
+  return detail::explain_fused(detail::fused_backward_call<T, false, false, false, false, Out>(
       dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options));
 }
 
 /// @brief Why a masked backward launcher would refuse these arguments (nullptr: it accepts them).
-template <class T, class Options, detail::if_masked_options<Options> = 0>
-const char* explain_backward(T const* dy, std::int64_t dy_row_stride, T const* y,
+template <class T, class Out, class Options, detail::if_masked_options<Options> = 0>
+const char* explain_backward(Out const* dy, std::int64_t dy_row_stride, Out const* y,
                              std::int64_t y_row_stride, T const* dx, std::int64_t dx_row_stride,
                              std::int64_t rows, std::int64_t cols,
                              Options const& options) noexcept {
   return detail::explain_fused(
       detail::fused_backward_call<T, false, true, detail::has_keep_v<Options>,
-                                  detail::has_bias_v<Options>>(
+                                  detail::has_bias_v<Options>, Out>(
           dy, dy_row_stride, y, y_row_stride, dx, dx_row_stride, rows, cols, options));
 }
 

@@ -2,7 +2,8 @@
 // PyTorch bindings: softmax over the last dimension of a CUDA tensor, forward and backward, plain
 // (forward, backward) and fused (fused_forward, fused_backward: softmax or log-softmax with a
 // scale, a per-row scale, a row log-sum-exp output, an empty-row policy, the masks that keep a
-// prefix of each row, lengths and causal, a boolean mask and an additive bias).
+// prefix of each row, lengths and causal, a boolean mask and an additive bias, and an output
+// dtype other than the input's).
 // Rows are passed with their real stride (a slice x[..., :k] is not copied); only layouts whose
 // rows cannot be described by one stride are made contiguous first.
 #include <ATen/cuda/CUDAContext.h>
@@ -87,6 +88,28 @@ cudaError_t by_dtype(torch::ScalarType t, F&& f) {
     default:
       return f(tag<__nv_bfloat16>{});
   }
+}
+
+// Calls f(tag<T>{}, tag<Out>{}) for input dtype `in` and another output dtype `out` (checked by
+// out_dtype: float32 from a 16-bit input, or a 16-bit one from float32).
+template <class F>
+cudaError_t by_pair(torch::ScalarType in, torch::ScalarType out, F&& f) {
+  if (in == torch::kBFloat16) return f(tag<__nv_bfloat16>{}, tag<float>{});
+  if (in == torch::kHalf) return f(tag<__half>{}, tag<float>{});
+  if (out == torch::kBFloat16) return f(tag<float>{}, tag<__nv_bfloat16>{});
+  return f(tag<float>{}, tag<__half>{});
+}
+
+// The dtype of a fused forward's y (a backward's dy and y) for x's dtype `in` and the requested
+// `dtype`: `in` where none is, else `dtype`, which must be `in`, float32 for a 16-bit x or
+// float16/bfloat16 for a float32 x.
+torch::ScalarType out_dtype(torch::ScalarType in, std::optional<torch::ScalarType> dtype) {
+  if (!dtype.has_value() || *dtype == in) return in;
+  const bool ok = in == torch::kFloat ? (*dtype == torch::kHalf || *dtype == torch::kBFloat16)
+                                      : *dtype == torch::kFloat;
+  TORCH_CHECK_TYPE(ok, "rowsoftmax: dtype must be x's (", in, "), float32 for float16 or bfloat16 ",
+                   "x, or float16 or bfloat16 for float32 x; got ", *dtype);
+  return *dtype;
 }
 
 // dy and y of a backward call: CUDA tensors of one shape, dtype and device.
@@ -271,17 +294,25 @@ rowsoftmax::biased_softmax_options biased_options(torch::Tensor const& like,
 // logits, of x's shape without its last dimension, where `return_lse`, else an empty tensor.
 // With `lengths` or `causal`, the masked launchers (masked_options); with `mask` (true takes
 // part), the boolean-masked ones (bool_masked_options); with `bias` (z = s * x + bias), the biased
-// ones (biased_options).
+// ones (biased_options). y of `dtype` where given (out_dtype; not with the masks or the bias: the
+// extension compiles those for one type).
 std::tuple<torch::Tensor, torch::Tensor> fused_forward(
     torch::Tensor x, double scale, std::optional<torch::Tensor> row_scale, bool log,
     bool zero_empty, bool return_lse, std::optional<torch::Tensor> lengths, bool causal,
-    std::int64_t diagonal, std::optional<torch::Tensor> mask, std::optional<torch::Tensor> bias) {
+    std::int64_t diagonal, std::optional<torch::Tensor> mask, std::optional<torch::Tensor> bias,
+    std::optional<torch::ScalarType> dtype) {
   check_input(x, "x");
   const c10::cuda::CUDAGuard guard(x.device());
   torch::Tensor rs;
   rowsoftmax::softmax_options o = fused_options(x, scale, row_scale, &rs);
   o.empty = zero_empty ? rowsoftmax::empty_rows::zero : rowsoftmax::empty_rows::nan;
-  auto y = torch::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  const torch::ScalarType out = out_dtype(x.scalar_type(), dtype);
+  const bool masked = lengths.has_value() || causal || mask.has_value() || bias.has_value();
+  TORCH_CHECK_VALUE(out == x.scalar_type() || !masked,
+                    "rowsoftmax: dtype other than x's is not supported with lengths, causal, "
+                    "mask or bias");
+  auto y =
+      torch::empty(x.sizes(), x.options().dtype(out).memory_format(at::MemoryFormat::Contiguous));
   auto lse = return_lse
                  ? torch::empty(x.sizes().slice(0, x.dim() - 1), x.options().dtype(torch::kFloat))
                  : torch::empty({0}, x.options().dtype(torch::kFloat));
@@ -292,7 +323,18 @@ std::tuple<torch::Tensor, torch::Tensor> fused_forward(
   if (return_lse) o.row_lse = lse.data_ptr<float>();
   const auto stream = at::cuda::getCurrentCUDAStream().stream();
   const char* why = nullptr;
-  const bool masked = lengths.has_value() || causal || mask.has_value() || bias.has_value();
+  if (out != x.scalar_type()) {
+    check_cuda(by_pair(x.scalar_type(), out,
+                       [&](auto t, auto u) {
+                         using T = typename decltype(t)::type;
+                         using Out = typename decltype(u)::type;
+                         return rowsoftmax_ext::out_forward(log, ptr<T>(in.t), in.stride,
+                                                            ptr<Out>(y), in.cols, in.rows, in.cols,
+                                                            o, stream, &why);
+                       }),
+               why);
+    return {y, lse};
+  }
   torch::Tensor keep_lengths, keep_mask, keep_bias;
   const rowsoftmax::masked_softmax_options m =
       masked ? masked_options(x, o, lengths, causal, diagonal, &keep_lengths)
@@ -323,21 +365,41 @@ std::tuple<torch::Tensor, torch::Tensor> fused_forward(
 }
 
 // Fused backward with the forward's scale and row_scale, y the forward's output: the gradient
-// with respect to x, s * y * (dy - sum(dy * y)) or (`log`) s * (dy - exp(y) * sum(dy)).
+// with respect to x, s * y * (dy - sum(dy * y)) or (`log`) s * (dy - exp(y) * sum(dy)); dx of
+// `dx_dtype` where given (x's, where the forward wrote y of another dtype).
 torch::Tensor fused_backward(torch::Tensor dy, torch::Tensor y, double scale,
                              std::optional<torch::Tensor> row_scale, bool log,
                              std::optional<torch::Tensor> lengths, bool causal,
-                             std::int64_t diagonal, std::optional<torch::Tensor> mask) {
+                             std::int64_t diagonal, std::optional<torch::Tensor> mask,
+                             std::optional<torch::ScalarType> dx_dtype) {
   check_gradient_pair(dy, y);
   const c10::cuda::CUDAGuard guard(y.device());
   torch::Tensor rs;
   const rowsoftmax::softmax_options o = fused_options(y, scale, row_scale, &rs);
   rows_view g = as_rows(dy), out = as_rows(y);
-  auto dx = torch::empty(y.sizes(), y.options().memory_format(at::MemoryFormat::Contiguous));
+  const torch::ScalarType in = dx_dtype.value_or(y.scalar_type());
+  if (in != y.scalar_type()) out_dtype(in, y.scalar_type());  // a pair the forward writes
+  const bool masked = lengths.has_value() || causal || mask.has_value();
+  TORCH_CHECK_VALUE(in == y.scalar_type() || !masked,
+                    "rowsoftmax: dx_dtype other than y's is not supported with lengths, causal or "
+                    "mask");
+  auto dx =
+      torch::empty(y.sizes(), y.options().dtype(in).memory_format(at::MemoryFormat::Contiguous));
   if (out.rows == 0) return dx;
   const auto stream = at::cuda::getCurrentCUDAStream().stream();
   const char* why = nullptr;
-  const bool masked = lengths.has_value() || causal || mask.has_value();
+  if (in != y.scalar_type()) {
+    check_cuda(by_pair(in, y.scalar_type(),
+                       [&](auto t, auto u) {
+                         using T = typename decltype(t)::type;
+                         using Out = typename decltype(u)::type;
+                         return rowsoftmax_ext::out_backward(
+                             log, ptr<Out>(g.t), g.stride, ptr<Out>(out.t), out.stride, ptr<T>(dx),
+                             out.cols, out.rows, out.cols, o, stream, &why);
+                       }),
+               why);
+    return dx;
+  }
   torch::Tensor keep_lengths, keep_mask;
   const rowsoftmax::masked_softmax_options m =
       masked ? masked_options(y, o, lengths, causal, diagonal, &keep_lengths)
@@ -372,9 +434,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "fused softmax or log-softmax over the last dimension: (y, lse)", py::arg("x"),
         py::arg("scale"), py::arg("row_scale"), py::arg("log"), py::arg("zero_empty"),
         py::arg("return_lse"), py::arg("lengths"), py::arg("causal"), py::arg("diagonal"),
-        py::arg("mask"), py::arg("bias"));
+        py::arg("mask"), py::arg("bias"), py::arg("dtype"));
   m.def("fused_backward", &fused_backward,
         "fused softmax or log-softmax backward over the last dimension: dx", py::arg("dy"),
         py::arg("y"), py::arg("scale"), py::arg("row_scale"), py::arg("log"), py::arg("lengths"),
-        py::arg("causal"), py::arg("diagonal"), py::arg("mask"));
+        py::arg("causal"), py::arg("diagonal"), py::arg("mask"), py::arg("dx_dtype"));
 }

@@ -2,8 +2,10 @@
 // The extension's kernel entry points, one translation unit per element type for the plain
 // launchers (launch_<type>.cu), one per type for the fused ones (launch_fused_<type>.cu), one per
 // type for the masked ones (launch_masked_<type>.cu), one per type for the boolean-masked ones
-// (launch_bool_masked_<type>.cu) and one per type for the biased forward
-// (launch_biased_<type>.cu), so that they compile in parallel and without the PyTorch headers.
+// (launch_bool_masked_<type>.cu), one per type for the biased forward (launch_biased_<type>.cu)
+// and one per pair of input and output types for the fused ones of another output type
+// (launch_out_<type>_<type>.cu), so that they compile in parallel and without the PyTorch
+// headers.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -43,5 +45,20 @@ cudaError_t options_backward(bool log, T const* dy, std::int64_t dy_stride, T co
                              std::int64_t y_stride, T* dx, std::int64_t dx_stride,
                              std::int64_t rows, std::int64_t cols, Options const& options,
                              cudaStream_t stream, const char** why);
+
+/// options_forward with softmax_options, y of another type than x's: float from a 16-bit x, or
+/// 16-bit from a float x (one unit a pair).
+template <class T, class Out>
+cudaError_t out_forward(bool log, T const* x, std::int64_t x_stride, Out* y, std::int64_t y_stride,
+                        std::int64_t rows, std::int64_t cols,
+                        rowsoftmax::softmax_options const& options, cudaStream_t stream,
+                        const char** why);
+
+/// Its backward: dy and y of the forward's output type Out, dx of its input type T.
+template <class T, class Out>
+cudaError_t out_backward(bool log, Out const* dy, std::int64_t dy_stride, Out const* y,
+                         std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
+                         std::int64_t cols, rowsoftmax::softmax_options const& options,
+                         cudaStream_t stream, const char** why);
 
 }  // namespace rowsoftmax_ext

@@ -2,8 +2,9 @@
 // The definitions behind launch.cuh, written once; each launch_<type>.cu instantiates the plain
 // ones for its element type, each launch_fused_<type>.cu the fused ones, each
 // launch_masked_<type>.cu the masked ones, each launch_bool_masked_<type>.cu the boolean-masked
-// ones and each launch_biased_<type>.cu the biased forward (one translation unit per type and
-// family, so they compile in parallel).
+// ones, each launch_biased_<type>.cu the biased forward and each launch_out_<type>_<type>.cu the
+// fused ones of another output type (one translation unit per type and family, so they compile
+// in parallel).
 #pragma once
 
 #include <rowsoftmax/rowsoftmax.cuh>
@@ -63,6 +64,36 @@ cudaError_t options_backward(bool log, T const* dy, std::int64_t dy_stride, T co
   return e;
 }
 
+template <class T, class Out>
+cudaError_t out_forward(bool log, T const* x, std::int64_t x_stride, Out* y, std::int64_t y_stride,
+                        std::int64_t rows, std::int64_t cols,
+                        rowsoftmax::softmax_options const& options, cudaStream_t stream,
+                        const char** why) {
+  const cudaError_t e =
+      log ? rowsoftmax::log_softmax_forward(x, x_stride, y, y_stride, rows, cols, options, stream)
+          : rowsoftmax::softmax_forward(x, x_stride, y, y_stride, rows, cols, options, stream);
+  *why = e == cudaErrorInvalidValue
+             ? rowsoftmax::explain_forward(x, x_stride, y, y_stride, rows, cols, options)
+             : nullptr;
+  return e;
+}
+
+template <class T, class Out>
+cudaError_t out_backward(bool log, Out const* dy, std::int64_t dy_stride, Out const* y,
+                         std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
+                         std::int64_t cols, rowsoftmax::softmax_options const& options,
+                         cudaStream_t stream, const char** why) {
+  const cudaError_t e =
+      log ? rowsoftmax::log_softmax_backward(dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols,
+                                             options, stream)
+          : rowsoftmax::softmax_backward(dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols,
+                                         options, stream);
+  *why = e == cudaErrorInvalidValue ? rowsoftmax::explain_backward(dy, dy_stride, y, y_stride, dx,
+                                                                   dx_stride, rows, cols, options)
+                                    : nullptr;
+  return e;
+}
+
 }  // namespace rowsoftmax_ext
 
 /// Explicit instantiations of forward and backward for element type T.
@@ -87,3 +118,12 @@ cudaError_t options_backward(bool log, T const* dy, std::int64_t dy_stride, T co
   template cudaError_t rowsoftmax_ext::options_backward<T, Options>(                        \
       bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t, \
       std::int64_t, Options const&, cudaStream_t, const char**)
+
+/// Explicit instantiations of out_forward and out_backward for input type T and output type Out.
+#define ROWSOFTMAX_EXT_INSTANTIATE_OUT(T, Out)                                                  \
+  template cudaError_t rowsoftmax_ext::out_forward<T, Out>(                                     \
+      bool, T const*, std::int64_t, Out*, std::int64_t, std::int64_t, std::int64_t,             \
+      rowsoftmax::softmax_options const&, cudaStream_t, const char**);                          \
+  template cudaError_t rowsoftmax_ext::out_backward<T, Out>(                                    \
+      bool, Out const*, std::int64_t, Out const*, std::int64_t, T*, std::int64_t, std::int64_t, \
+      std::int64_t, rowsoftmax::softmax_options const&, cudaStream_t, const char**)

@@ -35,7 +35,9 @@ _SOURCES = ("binding.cpp", "launch_float.cu", "launch_half.cu", "launch_bf16.cu"
            "launch_fused_float.cu", "launch_fused_half.cu", "launch_fused_bf16.cu",
            "launch_masked_float.cu", "launch_masked_half.cu", "launch_masked_bf16.cu",
            "launch_bool_masked_float.cu", "launch_bool_masked_half.cu", "launch_bool_masked_bf16.cu",
-           "launch_biased_float.cu", "launch_biased_half.cu", "launch_biased_bf16.cu")
+           "launch_biased_float.cu", "launch_biased_half.cu", "launch_biased_bf16.cu",
+           "launch_out_bf16_float.cu", "launch_out_half_float.cu", "launch_out_float_bf16.cu",
+           "launch_out_float_half.cu")
 
 
 def _extension():
@@ -97,46 +99,50 @@ def softmax_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return _extension().backward(dy, y)
 
 
-# The custom ops. The kernels' outputs are new contiguous tensors (y, dx: the input's shape and
-# dtype; lse: float32, the input's shape without its last dimension, or empty where not asked
-# for), and the fake implementations say the same, so torch.compile traces them as one node each.
+# The custom ops. The kernels' outputs are new contiguous tensors (y: the input's shape, its dtype
+# or `dtype`; dx: y's shape, its dtype or `dx_dtype`; lse: float32, the input's shape without its
+# last dimension, or empty where not asked for), and the fake implementations say the same, so
+# torch.compile traces them as one node each.
 @torch.library.custom_op(
     "rowsoftmax::fused_forward", mutates_args=(), device_types="cuda",
     schema="(Tensor x, float scale, Tensor? row_scale, bool log, bool zero_empty, "
            "bool return_lse, Tensor? lengths, bool causal, int diagonal, Tensor? mask, "
-           "Tensor? bias) -> (Tensor, Tensor)")
+           "Tensor? bias, ScalarType? dtype) -> (Tensor, Tensor)")
 def _fused_forward(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagonal,
-                   mask, bias):
+                   mask, bias, dtype):
     return _extension().fused_forward(x, scale, row_scale, log, zero_empty, return_lse, lengths,
-                                      causal, diagonal, mask, bias)
+                                      causal, diagonal, mask, bias, dtype)
 
 
 @_fused_forward.register_fake
-def _(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagonal, mask, bias):
+def _(x, scale, row_scale, log, zero_empty, return_lse, lengths, causal, diagonal, mask, bias,
+      dtype):
     lse_shape = x.shape[:-1] if return_lse else (0,)
-    return x.new_empty(x.shape), x.new_empty(lse_shape, dtype=torch.float32)
+    return (x.new_empty(x.shape, dtype=dtype or x.dtype),
+            x.new_empty(lse_shape, dtype=torch.float32))
 
 
 @torch.library.custom_op(
     "rowsoftmax::fused_backward", mutates_args=(), device_types="cuda",
     schema="(Tensor dy, Tensor y, float scale, Tensor? row_scale, bool log, Tensor? lengths, "
-           "bool causal, int diagonal, Tensor? mask) -> Tensor")
-def _fused_backward(dy, y, scale, row_scale, log, lengths, causal, diagonal, mask):
+           "bool causal, int diagonal, Tensor? mask, ScalarType? dx_dtype) -> Tensor")
+def _fused_backward(dy, y, scale, row_scale, log, lengths, causal, diagonal, mask, dx_dtype):
     return _extension().fused_backward(dy, y, scale, row_scale, log, lengths, causal, diagonal,
-                                       mask)
+                                       mask, dx_dtype)
 
 
 @_fused_backward.register_fake
-def _(dy, y, scale, row_scale, log, lengths, causal, diagonal, mask):
-    return y.new_empty(y.shape)
+def _(dy, y, scale, row_scale, log, lengths, causal, diagonal, mask, dx_dtype):
+    return y.new_empty(y.shape, dtype=dx_dtype or y.dtype)
 
 
 def _setup_context(ctx, inputs, output):
-    x, scale, row_scale, log, _, return_lse, lengths, causal, diagonal, mask, bias = inputs
+    x, scale, row_scale, log, _, return_lse, lengths, causal, diagonal, mask, bias, _ = inputs
     # x, bias and lse only where the lse's gradient needs them (see _backward).
     ctx.save_for_backward(output[0], row_scale, lengths, mask, x if return_lse else None,
                           output[1] if return_lse else None, bias if return_lse else None)
     ctx.scale, ctx.log, ctx.return_lse = scale, log, return_lse
+    ctx.x_dtype = x.dtype
     ctx.bias_dtype = None if bias is None else bias.dtype
     ctx.causal, ctx.diagonal = causal, diagonal
     # Unused outputs give None, not zeros: no backward kernel for a y used only through lse,
@@ -151,11 +157,13 @@ def _backward(ctx, dy, dlse):
     bias_grad = ctx.bias_dtype is not None and ctx.needs_input_grad[10]
     dx = dz = None
     if dy is not None:
+        # dy of y's dtype (autograd gives it so); dx of x's.
+        dx_dtype = None if ctx.x_dtype == y.dtype else ctx.x_dtype
         dx = _fused_backward(dy, y, ctx.scale, row_scale, ctx.log, lengths, ctx.causal,
-                             ctx.diagonal, mask)
+                             ctx.diagonal, mask, dx_dtype)
         if bias_grad:  # the gradient with respect to z = s * x + bias: the scale 1
             dz = _fused_backward(dy, y, 1.0, None, ctx.log, lengths, ctx.causal, ctx.diagonal,
-                                 mask).float()
+                                 mask, None).float()
     if ctx.return_lse and dlse is not None:
         # d lse / dz = softmax(z), z = s * x (+ bias), one elementwise pass outside the kernel,
         # in float32; d lse / dx = s * softmax(z). softmax(z) = exp(z - lse) from x, not from y:
@@ -167,11 +175,12 @@ def _backward(ctx, dy, dlse):
         p = torch.exp(z - lse.unsqueeze(-1))
         p = torch.where(y == (-math.inf if ctx.log else 0.0), 0.0, p)
         extra = p * dlse.unsqueeze(-1)
-        dx = (extra * s).to(y.dtype) if dx is None else (dx.float() + extra * s).to(y.dtype)
+        dx = ((extra * s).to(ctx.x_dtype) if dx is None
+              else (dx.float() + extra * s).to(ctx.x_dtype))
         if bias_grad:
             dz = extra if dz is None else dz + extra
     db = None if dz is None else dz.to(ctx.bias_dtype)
-    return dx, None, None, None, None, None, None, None, None, None, db
+    return dx, None, None, None, None, None, None, None, None, None, db, None
 
 
 _fused_forward.register_autograd(_backward, setup_context=_setup_context)
@@ -248,8 +257,28 @@ def _bias(bias, x: torch.Tensor) -> torch.Tensor:
     return _broadcast_elements(bias, x, "bias")
 
 
+_OUT_DTYPES = {torch.float32: (torch.float16, torch.bfloat16),
+               torch.float16: (torch.float32,), torch.bfloat16: (torch.float32,)}
+
+
+def _dtype(dtype, x: torch.Tensor, masked: bool):
+    """The output dtype to ask for: None where it is x's, else `dtype` checked (float32 from a
+    16-bit x, float16 or bfloat16 from float32; not with masks or a bias)."""
+    if dtype is None or dtype == x.dtype:
+        return None
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"rowsoftmax: dtype must be a torch.dtype, got {type(dtype).__name__}")
+    if dtype not in _OUT_DTYPES[x.dtype]:
+        raise TypeError(f"rowsoftmax: dtype must be x's ({x.dtype}), float32 for float16 or "
+                        f"bfloat16 x, or float16 or bfloat16 for float32 x; got {dtype}")
+    if masked:
+        raise ValueError("rowsoftmax: dtype other than x's is not supported with lengths, causal, "
+                         "mask or bias")
+    return dtype
+
+
 def _fused(x, dim, scale, row_scale, empty, return_lse, log, lengths=None, causal=False,
-           diagonal=0, mask=None, bias=None):
+           diagonal=0, mask=None, bias=None, dtype=None):
     _check(x, dim)
     if isinstance(scale, torch.Tensor):
         raise TypeError("rowsoftmax: scale must be a Python number (per-row tensors: row_scale)")
@@ -271,8 +300,9 @@ def _fused(x, dim, scale, row_scale, empty, return_lse, log, lengths=None, causa
     if isinstance(diagonal, bool) or not isinstance(diagonal, int):
         raise TypeError(f"rowsoftmax: diagonal must be an int, got {type(diagonal).__name__}")
     diagonal = max(min(diagonal, 2**62), -2**62)  # beyond any row's reach: the same mask
+    dtype = _dtype(dtype, x, lengths is not None or causal or mask is not None or bias is not None)
     y, lse = _fused_forward(x, scale, row_scale, log, _EMPTY[empty], bool(return_lse), lengths,
-                            causal, diagonal, mask, bias)
+                            causal, diagonal, mask, bias, dtype)
     return (y, lse) if return_lse else y
 
 
@@ -280,9 +310,14 @@ def softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
             row_scale: Optional[torch.Tensor] = None, empty: str = "nan",
             return_lse: bool = False, lengths: Optional[torch.Tensor] = None,
             causal: bool = False, diagonal: int = 0, mask: Optional[torch.Tensor] = None,
-            bias: Optional[torch.Tensor] = None):
+            bias: Optional[torch.Tensor] = None, dtype: Optional[torch.dtype] = None):
     """softmax(s * x + bias) over the last dimension, s = scale * row_scale[row], on CUDA
     float32/float16/bfloat16, with autograd. torch.softmax(x, dim) with the defaults.
+
+    dtype: y's dtype, as torch.softmax(x, dim, dtype=...): x's (None), float32 for float16 or
+      bfloat16 x, or float16 or bfloat16 for float32 x, computed in float32 and rounded once
+      (one read of x, one write of y; not with lengths, causal, mask or bias). The gradient
+      reaching x is of x's dtype.
 
     scale: a finite Python number (1 / temperature; 0 and negative values allowed, -inf elements
       stay -inf).
@@ -312,21 +347,22 @@ def softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
     with no column kept is empty (see `empty`). log_softmax's gradient sums dy over the kept
     columns only (the same as through x.masked_fill(~keep, -inf) where dy is 0 in the others).
 
-    Returns y (a new contiguous tensor of x's shape and dtype), or (y, lse). Rows are read with
+    Returns y (a new contiguous tensor of x's shape and dtype, or `dtype`), or (y, lse). Rows are read with
     their real stride (slices along leading dimensions are not copied). Special values follow
     torch.softmax: NaN or +inf in a row gives NaN. Raises TypeError/ValueError for CPU tensors,
     other dtypes, other dims and bad options.
     """
     return _fused(x, dim, scale, row_scale, empty, return_lse, log=False, lengths=lengths,
-                  causal=causal, diagonal=diagonal, mask=mask, bias=bias)
+                  causal=causal, diagonal=diagonal, mask=mask, bias=bias, dtype=dtype)
 
 
 def log_softmax(x: torch.Tensor, dim: int = -1, *, scale: float = 1.0,
                 row_scale: Optional[torch.Tensor] = None, empty: str = "nan",
                 return_lse: bool = False, lengths: Optional[torch.Tensor] = None,
                 causal: bool = False, diagonal: int = 0, mask: Optional[torch.Tensor] = None,
-                bias: Optional[torch.Tensor] = None):
-    """log_softmax(s * x + bias) over the last dimension, as softmax (the same options); empty="zero"
-    gives -inf for a row of only -inf. torch.log_softmax(x, dim) with the defaults."""
+                bias: Optional[torch.Tensor] = None, dtype: Optional[torch.dtype] = None):
+    """log_softmax(s * x + bias) over the last dimension, as softmax (the same options, dtype
+    included: torch.log_softmax(x, dim, dtype=...)); empty="zero" gives -inf for a row of only
+    -inf. torch.log_softmax(x, dim) with the defaults."""
     return _fused(x, dim, scale, row_scale, empty, return_lse, log=True, lengths=lengths,
-                  causal=causal, diagonal=diagonal, mask=mask, bias=bias)
+                  causal=causal, diagonal=diagonal, mask=mask, bias=bias, dtype=dtype)

@@ -129,6 +129,16 @@ auto kernel_ptr() {
   return kernel;
 }
 
+/// Whether configuration `config` has a kernel for `Op` and width `V`: has_kernel's rule, and
+/// no tiled kernel where the op's output type is not its input's (tiled rows are normalized over
+/// the input's tile; row_layout::contiguous is false for such calls, so no plan names one).
+template <class Op>
+constexpr bool op_has_kernel(int config, int v) {
+  using T = typename Op::value_type;
+  return has_kernel(config, Op::dir, v, sizeof(T)) &&
+         (std::is_same_v<typename Op::output_type, T> || !kernel_configs[config].tiled);
+}
+
 /// Calls f(std::integral_constant<int, V>, std::integral_constant<int, Config>) for the plan's
 /// vector width and configuration: the switch from plan to template arguments, instantiated for
 /// the configurations that have a kernel for the op and the width (has_kernel) alone. Any other
@@ -137,18 +147,18 @@ template <class Op, class F, int V, std::size_t... I>
 cudaError_t visit_configs(int config, F&& f, std::integral_constant<int, V> v,
                           std::index_sequence<I...>) {
   cudaError_t err = cudaErrorInvalidValue;  // an unknown configuration
-  (void)((config == static_cast<int>(I) &&
-          (
-              err =
-                  [&] {
-                    constexpr int c = static_cast<int>(I);
-                    if constexpr (!has_kernel(c, Op::dir, V, sizeof(typename Op::value_type))) {
-                      return cudaErrorInvalidValue;
-                    } else {
-                      return f(v, std::integral_constant<int, c>{});
-                    }
-                  }(),
-              true)) ||
+  (void)((config == static_cast<int>(I) && (
+                                               err =
+                                                   [&] {
+                                                     constexpr int c = static_cast<int>(I);
+                                                     if constexpr (!op_has_kernel<Op>(c, V)) {
+                                                       return cudaErrorInvalidValue;
+                                                     } else {
+                                                       return f(v,
+                                                                std::integral_constant<int, c>{});
+                                                     }
+                                                   }(),
+                                               true)) ||
          ...);
   return err;
 }
@@ -336,6 +346,13 @@ cudaError_t choose_plan(direction dir, row_layout layout, std::int64_t rows, std
   for (;;) {
     const plan p =
         plan_for(dir, rows, cols, sizeof(typename Op::value_type), layout, limits, with_workspace);
+    // plan_for checks that the output's first row holds the workspace in the input's element
+    // size; an output of smaller elements may not (then none is kept there).
+    constexpr auto out_elem = static_cast<std::int64_t>(sizeof(typename Op::output_type));
+    if (p.workspace_in_output && cols * out_elem < p.workspace_bytes + workspace_alignment) {
+      layout.out_of_place = false;
+      continue;
+    }
     bool fits = false;
     ROWSOFTMAX_TRY(plan_fits<Op>(p, device, &fits));
     if (fits) {
@@ -372,8 +389,8 @@ void* workspace_in_output(plan const& p, T* y0, int* skip_windows) {
   const auto at = reinterpret_cast<std::uintptr_t>(y0);
   constexpr std::uintptr_t align = workspace_alignment;  // plan_for counts the same padding
   const std::int64_t pad = static_cast<std::int64_t>((align - at % align) % align);
-  const std::int64_t elem = sizeof(T);
-  const std::int64_t shift = p.vec > 1 ? static_cast<std::int64_t>(at % 16) / elem : 0;
+  const std::int64_t elem = sizeof(T);  // the output's: its windows are p.vec of its elements
+  const std::int64_t shift = p.vec > 1 ? static_cast<std::int64_t>(at % (p.vec * elem)) / elem : 0;
   const std::int64_t covered = ceil_div(pad + p.workspace_bytes, elem);  // elements of the row
   *skip_windows = static_cast<int>(ceil_div(shift + covered, p.vec));
   return reinterpret_cast<char*>(y0) + pad;
@@ -450,7 +467,7 @@ cudaError_t run(plan const& p, tensor_arg const (&t)[N], typename Op::args const
                 cudaStream_t stream, void* workspace = nullptr, std::size_t workspace_bytes = 0) {
   constexpr std::size_t elem = sizeof(typename Op::value_type);
   const row_layout layout = layout_of(t, elem, a.rows, a.cols);
-  if (!has_kernel(p.config, Op::dir, p.vec, elem)) return cudaErrorInvalidValue;
+  if (!op_has_kernel<Op>(p.config, p.vec)) return cudaErrorInvalidValue;
   if (p.vec > layout.vec || (layout.shifted && !p.shifted && p.vec > 1) ||
       (kernel_configs[p.config].tiled && !layout.contiguous))
     return cudaErrorInvalidValue;

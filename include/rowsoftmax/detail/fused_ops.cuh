@@ -470,12 +470,15 @@ __device__ inline float scaled_max(vec_t<T, V> const& v, float s) {
 /// scaled where converted; log-softmax keeps logits, not exps, and its store takes no exp.
 /// `Bias` (with Keep): plus the additive bias (biased_softmax_options): fp32 slots hold the
 /// biased logits; 16-bit slots stay x, the loads fold their biased logits (fold_logits) and the
-/// store reads the bias again.
-template <class T, bool Log, bool Masked = false, bool Keep = false, bool Bias = false>
+/// store reads the bias again. `Out`: y's element type, T's or, where T is 16-bit, float (and
+/// the reverse): the store rounds to it, nothing else changes.
+template <class T, bool Log, bool Masked = false, bool Keep = false, bool Bias = false,
+          class Out = T>
 struct fused_forward_op {
   static_assert(Masked || !Keep, "a boolean mask comes with the prefix masks' arguments");
   static_assert(Keep || !Bias, "a bias comes with the boolean mask's arguments");
   using value_type = T;
+  using output_type = Out;
   using reduce = online_reduce;
   using plain = forward_op<T>;
   static constexpr direction dir = direction::forward;
@@ -486,7 +489,7 @@ struct fused_forward_op {
   struct base_args {
     T const* x;
     std::int64_t x_stride;
-    T* y;
+    Out* y;
     std::int64_t y_stride;
     std::int64_t rows;
     std::int64_t cols;
@@ -518,9 +521,14 @@ struct fused_forward_op {
     float sum;  // sum of exp(z - m) over the thread's slots
   };
 
-  /// The plain op's args of the same tensors (the rows' geometry goes through it).
+  /// The plain op's args of the same tensors (the rows' geometry goes through it; y only where
+  /// it is of T).
   __device__ static typename plain::args tensors(args const& a) {
-    return {a.x, a.x_stride, a.y, a.y_stride, a.rows, a.cols};
+    if constexpr (std::is_same_v<Out, T>) {
+      return {a.x, a.x_stride, a.y, a.y_stride, a.rows, a.cols};
+    } else {
+      return {a.x, a.x_stride, nullptr, a.y_stride, a.rows, a.cols};
+    }
   }
 
   template <int V>
@@ -529,12 +537,12 @@ struct fused_forward_op {
     return plain::template window<V>(tensors(a), row, first, stride);
   }
   __device__ static T const* input(args const& a, int) { return a.x; }
-  __host__ __device__ static T* output(args const& a) { return a.y; }
+  __host__ __device__ static Out* output(args const& a) { return a.y; }
   __device__ static T const* input_row(args const& a, int t, std::int64_t row) {
     return plain::input_row(tensors(a), t, row);
   }
-  __device__ static T* output_row(args const& a, std::int64_t row) {
-    return plain::output_row(tensors(a), row);
+  __device__ static Out* output_row(args const& a, std::int64_t row) {
+    return a.y + row * a.y_stride;
   }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
                                   std::int64_t first_row) {
@@ -694,7 +702,7 @@ struct fused_forward_op {
   /// One window's outputs given the row's `o`: `z` gives element l's scaled logit (or, fp32
   /// softmax, its kept exp; see store).
   template <int V, class Z>
-  __device__ static vec_t<T, V> out_window(row_out const& o, Z const& z, float keep_scale) {
+  __device__ static vec_t<Out, V> out_window(row_out const& o, Z const& z, float keep_scale) {
     float y[V];
 #pragma unroll
     for (int l = 0; l < V; ++l) {
@@ -706,7 +714,7 @@ struct fused_forward_op {
         y[l] = exp_diff(z(l), o.shift) * o.inv;
       }
     }
-    return vec_t<T, V>::round(y);
+    return vec_t<Out, V>::round(y);
   }
 
   template <bool OneStore = false, int V, int N, class Hint = no_hint>
@@ -721,27 +729,32 @@ struct fused_forward_op {
       br = bias_row_of<T>(a, w);
       end = loaded(a, w).cols;
     }
-    vec_t<T, V> out[N];
+    // Another output type: each window stored as it is made (store_part).
+    constexpr bool each = !std::is_same_v<Out, T>;
+    vec_t<Out, V> out[each ? 1 : N];
 #pragma unroll
     for (int k = 0; k < N; ++k) {
       vec_t<T, V> x = f.v[k];
       x.opaque();  // convert again rather than keep fold's floats alive across the exchange
       [[maybe_unused]] float b[sums_at_load ? V : 1];
       if constexpr (sums_at_load) bias_window<T, V>(br, first_element<V, Hint>(w, k), end, b);
-      out[k] = out_window<V>(
-          o,
-          [&](int l) {
-            if constexpr (std::is_same_v<T, float>) {
-              return x.at(l);
-            } else if constexpr (sums_at_load) {
-              return biased(mul_rn(f.s, x.at(l)), b[l]);  // as finish made them
-            } else {
-              return mul_rn(f.s, x.at(l));  // prepared slots (prepare_slots)
-            }
-          },
-          keep_scale);
+      const auto z = [&](int l) {
+        if constexpr (std::is_same_v<T, float>) {
+          return x.at(l);
+        } else if constexpr (sums_at_load) {
+          return biased(mul_rn(f.s, x.at(l)), b[l]);  // as finish made them
+        } else {
+          return mul_rn(f.s, x.at(l));  // prepared slots (prepare_slots)
+        }
+      };
+      if constexpr (each) {
+        store_part(a.y + w.row * a.y_stride, first_element<V, Hint>(w, k), w.cols,
+                   out_window<V>(o, z, keep_scale), hint);
+      } else {
+        out[k] = out_window<V>(o, z, keep_scale);
+      }
     }
-    store_windows<OneStore>(a.y + w.row * a.y_stride, w, out, hint);
+    if constexpr (!each) store_windows<OneStore>(a.y + w.row * a.y_stride, w, out, hint);
     // After the row's stores: written before them, the LSE's address stays live across the
     // output loop and spills the 16-bit one-CTA kernels.
     if (w.cols > 0) put_lse(a.p, a.row_base + w.row, w.first, total);
@@ -799,14 +812,14 @@ struct fused_forward_op {
   /// Window x's outputs given the row's total (`e`: exp(x - shift), `inv`: 1 / S, as the staged
   /// store makes them for plain rows).
   template <int V, class E>
-  __device__ static vec_t<T, V> normalized_of(vec_t<T, V> const& x, E const& e, float inv,
-                                              partial total, row_state const& r) {
+  __device__ static vec_t<Out, V> normalized_of(vec_t<T, V> const& x, E const& e, float inv,
+                                                partial total, row_state const& r) {
     if constexpr (Log) {
       return out_window<V>(
           out_of(r.p, total), [&](int l) { return logit(r.s, x.at(l)); }, 0.0f);
     } else {
       const bool zero = r.p.zero_empty && total.s == 0.0f;
-      return plain::normalized(x, scaled_exp<E, true>(e, r.s), zero ? 0.0f : inv);
+      return plain::template normalized<Out>(x, scaled_exp<E, true>(e, r.s), zero ? 0.0f : inv);
     }
   }
   /// Bias: the staged tiers fold and store a window through these instead, given its first
@@ -831,8 +844,9 @@ struct fused_forward_op {
     fold_logits(z, m, s);
   }
   template <int V, class E>
-  __device__ static vec_t<T, V> normalized_at(vec_t<T, V> const& x, E const& e, float inv,
-                                              partial total, row_state const& r, std::int64_t e0) {
+  __device__ static vec_t<Out, V> normalized_at(vec_t<T, V> const& x, E const& e, float inv,
+                                                partial total, row_state const& r,
+                                                std::int64_t e0) {
     float z[V];
     biased_logits(x, r, e0, z);
     if constexpr (Log) {
@@ -843,7 +857,7 @@ struct fused_forward_op {
       float y[V];
 #pragma unroll
       for (int l = 0; l < V; ++l) y[l] = e(z[l]) * k;
-      return vec_t<T, V>::round(y);
+      return vec_t<Out, V>::round(y);
     }
   }
   /// The row's log-sum-exp, by the one thread the staged tier asks.
@@ -858,12 +872,15 @@ struct fused_forward_op {
 /// as 0 once loaded. As backward_op; the scale is applied at the store.
 /// `Bias`: the backward of a biased forward (biased_softmax_options), which does not read the
 /// bias: the Keep op's code, a type of its own so that its kernels are compiled with the biased
-/// forward's (instantiate_fused.cuh: one variant, one unit).
-template <class T, bool Log, bool Masked = false, bool Keep = false, bool Bias = false>
+/// forward's (instantiate_fused.cuh: one variant, one unit). T is the type of dy and y (the
+/// forward's output), `Dx` dx's (the forward's input): the store rounds to it.
+template <class T, bool Log, bool Masked = false, bool Keep = false, bool Bias = false,
+          class Dx = T>
 struct fused_backward_op {
   static_assert(Masked || !Keep, "a boolean mask comes with the prefix masks' arguments");
   static_assert(Keep || !Bias, "a bias comes with the boolean mask's arguments");
   using value_type = T;
+  using output_type = Dx;
   using reduce = sum_reduce;
   using plain = backward_op<T>;
   static constexpr direction dir = direction::backward;
@@ -875,7 +892,7 @@ struct fused_backward_op {
     std::int64_t dy_stride;
     T const* y;
     std::int64_t y_stride;
-    T* dx;
+    Dx* dx;
     std::int64_t dx_stride;
     std::int64_t rows;
     std::int64_t cols;
@@ -887,9 +904,14 @@ struct fused_backward_op {
   template <int V, int N>
   using fragment = typename plain::template fragment<V, N>;
 
-  /// The plain op's args of the same tensors (loads and kept halves go through it).
+  /// The plain op's args of the same tensors (loads and kept halves go through it; dx only
+  /// where it is of T).
   __device__ static typename plain::args tensors(args const& a) {
-    return {a.dy, a.dy_stride, a.y, a.y_stride, a.dx, a.dx_stride, a.rows, a.cols};
+    if constexpr (std::is_same_v<Dx, T>) {
+      return {a.dy, a.dy_stride, a.y, a.y_stride, a.dx, a.dx_stride, a.rows, a.cols};
+    } else {
+      return {a.dy, a.dy_stride, a.y, a.y_stride, nullptr, a.dx_stride, a.rows, a.cols};
+    }
   }
 
   template <int V>
@@ -898,11 +920,11 @@ struct fused_backward_op {
     return plain::template window<V>(tensors(a), row, first, stride);
   }
   __device__ static T const* input(args const& a, int t) { return t == 0 ? a.dy : a.y; }
-  __host__ __device__ static T* output(args const& a) { return a.dx; }
+  __host__ __device__ static Dx* output(args const& a) { return a.dx; }
   __device__ static T const* input_row(args const& a, int t, std::int64_t row) {
     return t == 0 ? a.dy + row * a.dy_stride : a.y + row * a.y_stride;
   }
-  __device__ static T* output_row(args const& a, std::int64_t row) {
+  __device__ static Dx* output_row(args const& a, std::int64_t row) {
     return a.dx + row * a.dx_stride;
   }
   __device__ static args on_tiles(args const& a, T* const (&tiles)[inputs], std::int64_t rows,
@@ -1048,7 +1070,9 @@ struct fused_backward_op {
     // another window's: the streaming and split tiers restore a stashed window's dy and y only).
     [[maybe_unused]] std::uint64_t bytes[Keep ? N : 1];
     if constexpr (Keep) fetch_keep<Hint, V>(keep_row_of(a, w), w, kept, bytes);
-    vec_t<T, V> out[N];
+    // Another output type: each window stored as it is made (store_part).
+    constexpr bool each = !std::is_same_v<Dx, T>;
+    vec_t<Dx, V> out[each ? 1 : N];
 #pragma unroll
     for (int k = 0; k < N; ++k) {
       vec_t<T, V> dy = f.dy[k], y = f.y[k];
@@ -1073,9 +1097,14 @@ struct fused_backward_op {
         if constexpr (Masked) dx[l] = l < room ? dx[l] : 0.0f;
         if constexpr (Keep) dx[l] = keeps_lane(bytes[k], l) ? dx[l] : 0.0f;
       }
-      out[k] = vec_t<T, V>::round(dx);
+      if constexpr (each) {
+        store_part(a.dx + w.row * a.dx_stride, first_element<V, Hint>(w, k), w.cols,
+                   vec_t<Dx, V>::round(dx), hint);
+      } else {
+        out[k] = vec_t<Dx, V>::round(dx);
+      }
     }
-    store_windows<OneStore>(a.dx + w.row * a.dx_stride, w, out, hint);
+    if constexpr (!each) store_windows<OneStore>(a.dx + w.row * a.dx_stride, w, out, hint);
   }
 };
 

@@ -21,12 +21,20 @@
 
 namespace rowsoftmax::detail {
 
-/// A tensor argument: its base pointer and row stride in elements.
+/// A tensor argument: its base pointer, row stride in elements, whether the call writes it, and
+/// its element size in bytes (0: the call's, the `elem_size` of the functions below; a fused
+/// call's output may have another).
 struct tensor_arg {
   void const* ptr;
   std::int64_t stride;
   bool output;
+  unsigned char size = 0;
 };
+
+/// Tensor `t`'s element size in bytes in a call of elements of `elem_size` bytes.
+inline std::size_t elem_of(tensor_arg const& t, std::size_t elem_size) noexcept {
+  return t.size != 0 ? t.size : elem_size;
+}
 
 /// The argument rules of the launchers, in the order they are checked (the first broken one is
 /// reported). Both `validate` (the launchers) and `explain_args` (rowsoftmax::explain_forward and
@@ -40,13 +48,14 @@ enum class arg_rule : unsigned char {
   misaligned,         ///< a tensor's pointer is not a multiple of its element size
   stride_below_cols,  ///< a tensor's row stride is smaller than cols
   offset_overflow,    ///< a tensor's last element lies beyond the int64 byte range
+  in_place_type,      ///< an output is an input (in place) of another element type
   in_place_stride,    ///< an output is an input (in place) with another row stride
   overlap,            ///< an output shares bytes with an input without being it (in place)
 };
 
 /// The outcome of `check_args`: the rule broken and the tensors it concerns (indices into the
-/// call's tensor_arg array; -1 where none). `tensor` for the per-tensor rules; for in_place_stride
-/// `tensor` is the output and `other` the input it aliases.
+/// call's tensor_arg array; -1 where none). `tensor` for the per-tensor rules; for in_place_type
+/// and in_place_stride `tensor` is the output and `other` the input it aliases.
 struct arg_check {
   arg_rule rule = arg_rule::ok;
   int tensor = -1;
@@ -81,25 +90,26 @@ inline std::uint64_t tensor_bytes(tensor_arg const& x, std::size_t elem_size, st
          elem_size;
 }
 
-/// Whether tensors `x` and `y` of the call share a byte: exactly where their strides are equal
-/// (interleaved rows that share nothing pass), conservatively where they differ (the address
-/// ranges from the first row's start to the last row's end).
+/// Whether tensors `x` and `y` of the call share a byte: exactly where their strides and element
+/// sizes are equal (interleaved rows that share nothing pass), conservatively otherwise (the
+/// address ranges from the first row's start to the last row's end).
 inline bool tensors_meet(tensor_arg const& x, tensor_arg const& y, std::size_t elem_size,
                          std::int64_t rows, std::int64_t cols) noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(x.ptr);
   const auto b = reinterpret_cast<std::uintptr_t>(y.ptr);
-  const std::uint64_t e = elem_size, row_bytes = static_cast<std::uint64_t>(cols) * e;
-  if (x.stride == y.stride && rows > 1)
+  const std::uint64_t e = elem_of(x, elem_size), row_bytes = static_cast<std::uint64_t>(cols) * e;
+  if (x.stride == y.stride && e == elem_of(y, elem_size) && rows > 1)
     return strided_rows_meet(a, b, rows, row_bytes, static_cast<std::uint64_t>(x.stride) * e);
-  return ranges_meet(a, tensor_bytes(x, elem_size, rows, cols), b,
-                     tensor_bytes(y, elem_size, rows, cols));
+  return ranges_meet(a, tensor_bytes(x, elem_of(x, elem_size), rows, cols), b,
+                     tensor_bytes(y, elem_of(y, elem_size), rows, cols));
 }
 
 /// Checks a call's arguments; never touches the device. Rules: rows, cols >= 0; rows == 0 is a
 /// no-op; otherwise cols >= 1, every pointer non-null and aligned to its element, every stride >=
 /// cols, the last element's byte offset representable in int64, an output that is the same
-/// pointer as an input has the same stride (in-place), and an output that is not an input shares
-/// no byte with one (tensors_meet: exact for equal strides, by address ranges otherwise).
+/// pointer as an input has the same element type and stride (in-place), and an output that is not
+/// an input shares no byte with one (tensors_meet: exact for equal strides, by address ranges
+/// otherwise).
 template <std::size_t N>
 inline arg_check check_args(tensor_arg const (&t)[N], std::size_t elem_size, std::int64_t rows,
                             std::int64_t cols) noexcept {
@@ -107,13 +117,13 @@ inline arg_check check_args(tensor_arg const (&t)[N], std::size_t elem_size, std
   if (cols < 0) return {arg_rule::negative_cols};
   if (rows == 0) return {};
   if (cols == 0) return {arg_rule::zero_cols};
-  const std::int64_t max_elems =
-      std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(elem_size);
   for (std::size_t i = 0; i < N; ++i) {
     const int k = static_cast<int>(i);
+    const std::size_t size = elem_of(t[i], elem_size);
+    const std::int64_t max_elems =
+        std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(size);
     if (t[i].ptr == nullptr) return {arg_rule::null_pointer, k};
-    if (reinterpret_cast<std::uintptr_t>(t[i].ptr) % elem_size != 0)
-      return {arg_rule::misaligned, k};
+    if (reinterpret_cast<std::uintptr_t>(t[i].ptr) % size != 0) return {arg_rule::misaligned, k};
     if (t[i].stride < cols) return {arg_rule::stride_below_cols, k};
     // (rows - 1) * stride + cols <= max_elems, without overflowing (a row alone may not fit).
     if (cols > max_elems || (rows - 1) > (max_elems - cols) / t[i].stride)
@@ -121,8 +131,12 @@ inline arg_check check_args(tensor_arg const (&t)[N], std::size_t elem_size, std
   }
   for (std::size_t i = 0; i < N; ++i)
     for (std::size_t j = 0; j < N; ++j)
-      if (i != j && t[i].output && t[i].ptr == t[j].ptr && t[i].stride != t[j].stride)
-        return {arg_rule::in_place_stride, static_cast<int>(i), static_cast<int>(j)};
+      if (i != j && t[i].output && t[i].ptr == t[j].ptr) {
+        if (elem_of(t[i], elem_size) != elem_of(t[j], elem_size))
+          return {arg_rule::in_place_type, static_cast<int>(i), static_cast<int>(j)};
+        if (t[i].stride != t[j].stride)
+          return {arg_rule::in_place_stride, static_cast<int>(i), static_cast<int>(j)};
+      }
   for (std::size_t i = 0; i < N; ++i)
     for (std::size_t j = 0; j < N; ++j)
       if (i != j && t[i].output && !t[j].output && t[i].ptr != t[j].ptr &&
@@ -159,6 +173,7 @@ const char* explain_args(arg_check c, char const* const (&names)[N], tensor_arg 
   const auto ll = [](std::int64_t v) { return static_cast<long long>(v); };
   char const* name = c.tensor >= 0 ? names[c.tensor] : "";
   const std::int64_t stride = c.tensor >= 0 ? t[c.tensor].stride : 0;
+  const std::size_t size = c.tensor >= 0 ? elem_of(t[c.tensor], elem_size) : elem_size;
   switch (c.rule) {
     case arg_rule::ok:
       return nullptr;
@@ -177,7 +192,7 @@ const char* explain_args(arg_check c, char const* const (&names)[N], tensor_arg 
       break;
     case arg_rule::misaligned:
       std::snprintf(b, n, "%s (%p) is not aligned to its element size (%zu bytes)", name,
-                    t[c.tensor].ptr, elem_size);
+                    t[c.tensor].ptr, size);
       break;
     case arg_rule::stride_below_cols:
       std::snprintf(b, n, "%s_row_stride (%lld) is smaller than cols (%lld)", name, ll(stride),
@@ -187,7 +202,13 @@ const char* explain_args(arg_check c, char const* const (&names)[N], tensor_arg 
       std::snprintf(b, n,
                     "%s's last element, (rows - 1) * %s_row_stride + cols = (%lld - 1) * %lld + "
                     "%lld elements of %zu bytes, lies beyond the int64 byte range",
-                    name, name, ll(rows), ll(stride), ll(cols), elem_size);
+                    name, name, ll(rows), ll(stride), ll(cols), size);
+      break;
+    case arg_rule::in_place_type:
+      std::snprintf(b, n,
+                    "%s is %s (in place) but their element types differ (%zu and %zu bytes); "
+                    "in place needs one type",
+                    name, names[c.other], size, elem_of(t[c.other], elem_size));
       break;
     case arg_rule::in_place_stride:
       std::snprintf(b, n,
@@ -208,25 +229,30 @@ const char* explain_args(arg_check c, char const* const (&names)[N], tensor_arg 
   return b;
 }
 
-/// The widest vector access every tensor allows. 16-byte vectors when all rows start on a
-/// 16-byte boundary, or when every tensor's rows are misaligned by the same amount (the kernel
-/// then peels the same head from each); element access otherwise. Contiguous where, besides,
-/// every tensor's rows of `cols` elements follow each other (or there is one row).
+/// The widest vector access every tensor allows: windows of 16 / elem_size elements (16 bytes
+/// of the inputs; a fused output of other elements has windows of as many of its own). Vectors
+/// when all rows start on a window boundary, or when every tensor's rows are misaligned by the
+/// same number of elements (the kernel then peels the same head from each); element access
+/// otherwise. Contiguous where, besides, every tensor's rows of `cols` elements follow each
+/// other (or there is one row) and all are of one element type (tiled rows are normalized over
+/// the input's tile).
 template <std::size_t N>
 inline row_layout vector_layout_of(tensor_arg const (&t)[N], std::size_t elem_size,
                                    std::int64_t rows, std::int64_t cols) noexcept {
   const int vec = static_cast<int>(16 / elem_size);
-  const auto head = [&](void const* p) {
-    return static_cast<int>(reinterpret_cast<std::uintptr_t>(p) % 16 / elem_size);
+  const auto head = [&](tensor_arg const& x) {
+    const std::size_t size = elem_of(x, elem_size);
+    return static_cast<int>(reinterpret_cast<std::uintptr_t>(x.ptr) % (vec * size) / size);
   };
   // With one row the stride never moves the start.
   const auto stride_mod = [&](std::int64_t s) { return rows == 1 ? 0 : static_cast<int>(s % vec); };
-  const int h0 = head(t[0].ptr);
+  const int h0 = head(t[0]);
   const int s0 = stride_mod(t[0].stride);
   bool contiguous = true;
   for (std::size_t i = 0; i < N; ++i) {
-    if (head(t[i].ptr) != h0 || stride_mod(t[i].stride) != s0) return {1, false, false};
-    contiguous = contiguous && (rows == 1 || t[i].stride == cols);
+    if (head(t[i]) != h0 || stride_mod(t[i].stride) != s0) return {1, false, false};
+    contiguous =
+        contiguous && (rows == 1 || t[i].stride == cols) && elem_of(t[i], elem_size) == elem_size;
   }
   return {vec, h0 != 0 || s0 != 0, contiguous};
 }

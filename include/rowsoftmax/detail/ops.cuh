@@ -3,9 +3,11 @@
 // fills out-of-range elements), fold into a thread partial, and store given the row's total.
 // The kernels (kernels/) are written once against this interface, so an op works in every
 // tier, and reach the op's tensors only through it. Each op declares its direction (`dir`, which
-// the planner and the kernels branch on) and the tensors it reads and writes an element
-// (`inputs`, `outputs`, which size its registers and stashes). Element-wise prologues (scale,
-// masks) belong in `load`, epilogues (log-softmax, another output type) in `store`.
+// the planner and the kernels branch on), the tensors it reads and writes an element (`inputs`,
+// `outputs`, which size its registers and stashes), the element type of its inputs
+// (`value_type`: its vector width, registers and stashes) and of its output (`output_type`).
+// Element-wise prologues (scale, masks) belong in `load`, epilogues (log-softmax, another output
+// type) in `store`.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,7 @@ namespace rowsoftmax::detail {
 template <class T>
 struct forward_op {
   using value_type = T;
+  using output_type = T;
   using reduce = online_reduce;
   static constexpr direction dir = direction::forward;
   static constexpr int inputs = 1;   // tensors read an element: x
@@ -110,14 +113,14 @@ struct forward_op {
     return s * e.scale;
   }
 
-  /// exp(x - shift) * inv, rounded to T (`e` as for exp_sum).
-  template <int V, class E>
-  __device__ static vec_t<T, V> normalized(vec_t<T, V> const& x, E const& e, float inv) {
+  /// exp(x - shift) * inv, rounded to `Out` (`e` as for exp_sum).
+  template <class Out = T, int V, class E>
+  __device__ static vec_t<Out, V> normalized(vec_t<T, V> const& x, E const& e, float inv) {
     const float k = inv * e.scale;
     float y[V];
 #pragma unroll
     for (int l = 0; l < V; ++l) y[l] = e(x.at(l)) * k;
-    return vec_t<T, V>::round(y);
+    return vec_t<Out, V>::round(y);
   }
 
   template <int V, int N>
@@ -189,6 +192,7 @@ struct forward_op {
 template <class T>
 struct backward_op {
   using value_type = T;
+  using output_type = T;
   using reduce = sum_reduce;
   static constexpr direction dir = direction::backward;
   static constexpr int inputs = 2;   // tensors read an element: dy, y

@@ -435,6 +435,25 @@ __device__ inline void finish_windows(T const* row0, T const* row1, row_window c
   }
 }
 
+/// Writes the elements [e0, e0 + L) of a row of `cols` elements that lie in it: one vector store
+/// (vec_t::store, with `hint`) where all do, else element by element. For ops whose output type
+/// is not their input's, which store each window as they make it (a 16-bit row's windows of
+/// floats made all before the first store would double its registers).
+template <class T, int L, class Hint = no_hint>
+__device__ inline void store_part(T* row, std::int64_t e0, std::int64_t cols, vec_t<T, L> const& v,
+                                  Hint hint = {}) {
+  static_assert(!std::is_same_v<Hint, in_tile>, "global memory");
+  if (e0 >= 0 && e0 + L <= cols) {
+    if constexpr (std::is_same_v<Hint, l2_hint>) {
+      v.store(row + e0, hint);
+    } else {
+      v.store(row + e0);
+    }
+  } else if (e0 < cols && e0 + L > 0) {
+    store_ragged(row, e0, cols, v);
+  }
+}
+
 /// Writes the in-range elements of N windows; the same geometry as `load_windows`. A whole
 /// window is one vector store: `OneStore` writes it with vec_t::store, for the kernels where
 /// the compiler splits the plain assignment into one store a word (the split kernel); elsewhere

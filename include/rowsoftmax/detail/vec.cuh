@@ -148,19 +148,30 @@ struct alignas(sizeof(T) * V) vec_t {
     return r;
   }
 
-  /// Writes the vector to global memory at `p` (aligned to the vector) as one store. An
-  /// assignment through a vector pointer is copied word by word and left to the compiler to
-  /// merge, which it does not always do (in the staged and split kernels' loops: four 4-byte
-  /// stores a 16-byte window; tuning log, row I/O and ragged windows).
+  /// Writes the vector to global memory at `p` (aligned to the vector) in one store (two for 32
+  /// bytes). An assignment through a vector pointer is copied word by word and left to the
+  /// compiler to merge, which it does not always do (in the staged and split kernels' loops: four
+  /// 4-byte stores a 16-byte window; tuning log, row I/O and ragged windows). Besides the plans'
+  /// widths (16 bytes, or one element: the scalar fallback), the output windows of ops whose
+  /// output type is not their input's: 32 bytes (16-bit in, fp32 out) and 8 (fp32 in, 16-bit).
   __device__ void store(T* p) const {
-    if constexpr (sizeof(vec_t) == 16) {
+    if constexpr (sizeof(vec_t) == 32) {
       asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]),
                    "r"(w[2]), "r"(w[3])
                    : "memory");
+      asm volatile("st.global.v4.b32 [%0+16], {%1, %2, %3, %4};" ::"l"(p), "r"(w[4]), "r"(w[5]),
+                   "r"(w[6]), "r"(w[7])
+                   : "memory");
+    } else if constexpr (sizeof(vec_t) == 16) {
+      asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]),
+                   "r"(w[2]), "r"(w[3])
+                   : "memory");
+    } else if constexpr (sizeof(vec_t) == 8) {
+      asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(w[0]), "r"(w[1]) : "memory");
     } else if constexpr (sizeof(vec_t) == 4) {
       asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(w[0]) : "memory");
-    } else {  // the plans' widths: 16 bytes, or one element (the scalar fallback)
-      static_assert(sizeof(vec_t) == 2, "vectors of 16 bytes or one element");
+    } else {
+      static_assert(sizeof(vec_t) == 2, "vectors of 32, 16, 8 or 4 bytes, or one element");
       asm volatile("st.global.b16 [%0], %1;" ::"l"(p), "h"(w[0]) : "memory");
     }
   }

@@ -44,6 +44,7 @@ struct staged_share {
   using shape = kernel_shape<Op, V, Config>;
   using T = typename Op::value_type;
   using vec = vec_t<T, V>;
+  using Out = typename Op::output_type;
   static constexpr int threads = shape::threads_per_cta;
   static constexpr int slots = shape::slots;
   static constexpr int half = slots / 2;  // slots a half
@@ -52,7 +53,7 @@ struct staged_share {
                 "forward, one input, one row a CTA, two halves");
 
   T const* input;  // the row's start in the op's input
-  T* output;       // and in its output
+  Out* output;     // and in its output
   int cols;        // the row's elements, all written
   int kept;        // those read (Op::loaded), a prefix
   int shift;
@@ -207,11 +208,11 @@ struct staged_share {
 
   /// Window `i` of the share (from its first) into the output: a whole window as one vector, a
   /// ragged one element-wise.
-  __device__ void store_window(int i, vec const& out) const {
+  __device__ void store_window(int i, vec_t<Out, V> const& out) const {
     if (i >= whole0 && i < whole1) {
       out.store(output + at + i * V);
     } else {
-      staged_edge_store<T, V>(output, cols, shift, first + i, out);
+      staged_edge_store<Out, V>(output, cols, shift, first + i, out);
     }
   }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../math.cuh"
 #include "../row_io.cuh"
@@ -32,6 +33,8 @@ ROWSOFTMAX_KERNEL void __launch_bounds__(kernel_configs[Config].threads_per_cta,
   // row's last window reads at most a word past it.
   constexpr int slots = rows + 1;
   static_assert(shape::slots == 1 && sizeof(vec) == 16);
+  static_assert(std::is_same_v<typename Op::output_type, T>,
+                "rows are normalized over the input's tile: one element type");
   __shared__ typename shape::exchange::storage smem;
   __shared__ uint4 tile[Op::inputs][threads * slots];
   shape::exchange::begin(smem, shape::warps_per_row, 1);

@@ -1,0 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "launch_impl.cuh"
+
+ROWSOFTMAX_EXT_INSTANTIATE_OUT(__half, float);
