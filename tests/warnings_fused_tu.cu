@@ -22,3 +22,10 @@ template cudaError_t rowsoftmax::log_softmax_forward<__nv_bfloat16>(
 template cudaError_t rowsoftmax::log_softmax_forward<__nv_bfloat16>(
     __nv_bfloat16 const*, std::int64_t, __nv_bfloat16*, std::int64_t, std::int64_t, std::int64_t,
     rowsoftmax::bool_masked_softmax_options const&, cudaStream_t) noexcept;
+// Another output type, both directions (bf16 to float; its backward float dy and y to bf16 dx).
+template cudaError_t rowsoftmax::softmax_forward<__nv_bfloat16, float>(
+    __nv_bfloat16 const*, std::int64_t, float*, std::int64_t, std::int64_t, std::int64_t,
+    rowsoftmax::softmax_options const&, cudaStream_t) noexcept;
+template cudaError_t rowsoftmax::softmax_backward<__nv_bfloat16, float>(
+    float const*, std::int64_t, float const*, std::int64_t, __nv_bfloat16*, std::int64_t,
+    std::int64_t, std::int64_t, rowsoftmax::softmax_options const&, cudaStream_t) noexcept;
