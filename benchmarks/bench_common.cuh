@@ -299,21 +299,31 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
             rows, cols, bytes, us, b2b_us);
 }
 
-/// A fused call's variant in the benchmark: log-softmax (options at their defaults), or softmax
-/// with a scale, a per-row scale and the row log-sum-exp written (`scaled`).
-enum class fused_variant { log, scaled };
+/// A fused call's variant in the benchmark: log-softmax (options at their defaults), softmax
+/// with a scale, a per-row scale and the row log-sum-exp written (`scaled`), or softmax with the
+/// options at their defaults (`plain`: the rows of another output type).
+enum class fused_variant { log, scaled, plain };
 
-/// One fused benchmark, planned: forward or backward of rows x cols through the fused launchers
-/// (`workspace`: their workspace overloads), timed as softmax_benchmark; the bytes count the
-/// per-row scales read and the log-sum-exp written.
-template <class T>
+/// One fused benchmark, planned: forward (x of T into y of Out) or backward (dy and y of Out
+/// into dx of T) of rows x cols through the fused launchers (`workspace`: their workspace
+/// overloads), timed as softmax_benchmark; the bytes count each tensor's own element size, the
+/// per-row scales read and the log-sum-exp written. Tagged with the variant, or "[to_<Out>]"
+/// where Out is not T.
+template <class T, class Out = T>
 void fused_benchmark(benchmark::State& state, std::string const& name, direction dir,
                      fused_variant variant, std::int64_t rows, std::int64_t cols,
                      bool workspace = false) {
   pool& p = pool::get();
   T* a = p.as<T>(0);
-  T* b = p.as<T>(1);
-  T* c = p.as<T>(2);
+  if constexpr (!std::is_same_v<T, Out>) {
+    // Buffers 1 and 2 hold Out's values (the pool refills them all for the next benchmark).
+    const std::size_t n = pool::bytes / sizeof(Out);
+    for (int k = 1; k < 3; ++k) fill_random(static_cast<Out*>(p.buf[k]), n, 4321u + k);
+    check(cudaDeviceSynchronize(), "fill");
+    p.filled_as = 0;
+  }
+  Out* b = static_cast<Out*>(p.buf[1]);
+  Out* c = static_cast<Out*>(p.buf[2]);
   const bool log = variant == fused_variant::log;
   float* row_floats = nullptr;  // per-row scales, then the log-sum-exp
   check(cudaMalloc(&row_floats, 2 * static_cast<std::size_t>(rows) * sizeof(float)), "rows");
@@ -329,9 +339,9 @@ void fused_benchmark(benchmark::State& state, std::string const& name, direction
   }
   plan pl;
   if (dir == direction::forward) {
-    check(fused_forward_plan<T>(a, cols, b, cols, rows, cols, o, log, &pl, workspace), "plan");
+    check(fused_forward_plan(a, cols, b, cols, rows, cols, o, log, &pl, workspace), "plan");
   } else {
-    check(fused_backward_plan<T>(a, cols, b, cols, c, cols, rows, cols, o, log, &pl, workspace),
+    check(fused_backward_plan(c, cols, b, cols, a, cols, rows, cols, o, log, &pl, workspace),
           "plan");
   }
   std::size_t ws_bytes = pl.workspace_in_output ? 0 : static_cast<std::size_t>(pl.workspace_bytes);
@@ -342,16 +352,16 @@ void fused_benchmark(benchmark::State& state, std::string const& name, direction
   const auto launch = [&]() -> cudaError_t {
     if (dir == direction::forward) {
       if (log)
-        return wsb ? log_softmax_forward<T>(wsp, wsb, a, cols, b, cols, rows, cols, o)
-                   : log_softmax_forward<T>(a, cols, b, cols, rows, cols, o);
-      return wsb ? softmax_forward<T>(wsp, wsb, a, cols, b, cols, rows, cols, o)
-                 : softmax_forward<T>(a, cols, b, cols, rows, cols, o);
+        return wsb ? log_softmax_forward(wsp, wsb, a, cols, b, cols, rows, cols, o)
+                   : log_softmax_forward(a, cols, b, cols, rows, cols, o);
+      return wsb ? softmax_forward(wsp, wsb, a, cols, b, cols, rows, cols, o)
+                 : softmax_forward(a, cols, b, cols, rows, cols, o);
     }
     if (log)
-      return wsb ? log_softmax_backward<T>(wsp, wsb, a, cols, b, cols, c, cols, rows, cols, o)
-                 : log_softmax_backward<T>(a, cols, b, cols, c, cols, rows, cols, o);
-    return wsb ? softmax_backward<T>(wsp, wsb, a, cols, b, cols, c, cols, rows, cols, o)
-               : softmax_backward<T>(a, cols, b, cols, c, cols, rows, cols, o);
+      return wsb ? log_softmax_backward(wsp, wsb, c, cols, b, cols, a, cols, rows, cols, o)
+                 : log_softmax_backward(c, cols, b, cols, a, cols, rows, cols, o);
+    return wsb ? softmax_backward(wsp, wsb, c, cols, b, cols, a, cols, rows, cols, o)
+               : softmax_backward(c, cols, b, cols, a, cols, rows, cols, o);
   };
   const double us = time_launches(state, launch);
   result& r = results()[name];
@@ -360,57 +370,15 @@ void fused_benchmark(benchmark::State& state, std::string const& name, direction
   check(cudaFree(row_floats), "rows");
   const double row_bytes =
       variant == fused_variant::scaled ? (dir == direction::forward ? 8.0 : 4.0) * rows : 0.0;
-  const double bytes =
-      static_cast<double>(dir == direction::forward ? 2 : 3) * rows * cols * sizeof(T) + row_bytes;
-  report<T>(state, r, dir, pl, log ? " [log]" : " [scaled]", rows, cols, bytes, us, b2b_us);
-}
-
-/// One benchmark of another output type, planned: softmax forward of rows x cols from x of T
-/// into y of Out, or its backward (dy and y of Out into dx of T; `workspace`: the workspace
-/// overloads), timed as softmax_benchmark; the bytes count each tensor's own element size. Tagged
-/// "[to_<Out>]".
-template <class T, class Out>
-void out_type_benchmark(benchmark::State& state, std::string const& name, direction dir,
-                        std::int64_t rows, std::int64_t cols, bool workspace = false) {
-  pool& p = pool::get();
-  T* a = p.as<T>(0);
-  // Buffers 1 and 2 hold Out's values (the pool refills them all for the next benchmark).
-  const std::size_t n = pool::bytes / sizeof(Out);
-  for (int k = 1; k < 3; ++k) fill_random(static_cast<Out*>(p.buf[k]), n, 4321u + k);
-  check(cudaDeviceSynchronize(), "fill");
-  p.filled_as = 0;
-  Out* b = static_cast<Out*>(p.buf[1]);
-  Out* c = static_cast<Out*>(p.buf[2]);
-  const softmax_options o{};
-  plan pl;
-  if (dir == direction::forward) {
-    check(fused_forward_plan(a, cols, b, cols, rows, cols, o, false, &pl, workspace), "plan");
-  } else {
-    check(fused_backward_plan(c, cols, b, cols, a, cols, rows, cols, o, false, &pl, workspace),
-          "plan");
-  }
-  std::size_t ws_bytes = pl.workspace_in_output ? 0 : static_cast<std::size_t>(pl.workspace_bytes);
-  void* ws = nullptr;
-  if (ws_bytes > 0) check(cudaMalloc(&ws, ws_bytes), "workspace");
-  void* const wsp = ws ? ws : &ws_bytes;  // a size of 0 runs with any non-null pointer
-  std::size_t* const wsb = workspace ? &ws_bytes : nullptr;
-  const auto launch = [&]() -> cudaError_t {
-    if (dir == direction::forward)
-      return wsb ? softmax_forward(wsp, wsb, a, cols, b, cols, rows, cols, o)
-                 : softmax_forward(a, cols, b, cols, rows, cols, o);
-    return wsb ? softmax_backward(wsp, wsb, c, cols, b, cols, a, cols, rows, cols, o)
-               : softmax_backward(c, cols, b, cols, a, cols, rows, cols, o);
-  };
-  const double us = time_launches(state, launch);
-  result& r = results()[name];
-  const double b2b_us = us <= 0 ? 0.0 : r.b2b_us > 0 ? r.b2b_us : time_back_to_back(launch, us);
-  if (ws) check(cudaFree(ws), "workspace");
   const double elems = static_cast<double>(rows) * static_cast<double>(cols);
-  const double bytes = dir == direction::forward
-                           ? elems * static_cast<double>(sizeof(T) + sizeof(Out))
-                           : elems * static_cast<double>(2 * sizeof(Out) + sizeof(T));
-  report<T>(state, r, dir, pl, std::string(" [to_") + dtype_name<Out>() + "]", rows, cols, bytes,
-            us, b2b_us);
+  const double bytes =
+      (dir == direction::forward ? elems * static_cast<double>(sizeof(T) + sizeof(Out))
+                                 : elems * static_cast<double>(2 * sizeof(Out) + sizeof(T))) +
+      row_bytes;
+  const std::string tag = !std::is_same_v<T, Out> ? std::string(" [to_") + dtype_name<Out>() + "]"
+                          : log                   ? " [log]"
+                                                  : " [scaled]";
+  report<T>(state, r, dir, pl, tag, rows, cols, bytes, us, b2b_us);
 }
 
 /// The benchmarks of another output type, from T to Out: "fused/to_<Out>/<dir>/<T>/cols:N",
@@ -427,7 +395,7 @@ void register_out_type() {
                                dtype_name<T>() + (long_row ? "/long/workspace" : "") +
                                "/cols:" + std::to_string(cols);
       register_timed(name, [=](benchmark::State& s) {
-        out_type_benchmark<T, Out>(s, name, dir, rows, cols, long_row);
+        fused_benchmark<T, Out>(s, name, dir, fused_variant::plain, rows, cols, long_row);
       });
     }
 }

@@ -328,9 +328,9 @@ std::tuple<torch::Tensor, torch::Tensor> fused_forward(
                        [&](auto t, auto u) {
                          using T = typename decltype(t)::type;
                          using Out = typename decltype(u)::type;
-                         return rowsoftmax_ext::out_forward(log, ptr<T>(in.t), in.stride,
-                                                            ptr<Out>(y), in.cols, in.rows, in.cols,
-                                                            o, stream, &why);
+                         return rowsoftmax_ext::options_forward(log, ptr<T>(in.t), in.stride,
+                                                                ptr<Out>(y), in.cols, in.rows,
+                                                                in.cols, o, stream, &why);
                        }),
                why);
     return {y, lse};
@@ -393,7 +393,7 @@ torch::Tensor fused_backward(torch::Tensor dy, torch::Tensor y, double scale,
                        [&](auto t, auto u) {
                          using T = typename decltype(t)::type;
                          using Out = typename decltype(u)::type;
-                         return rowsoftmax_ext::out_backward(
+                         return rowsoftmax_ext::options_backward(
                              log, ptr<Out>(g.t), g.stride, ptr<Out>(out.t), out.stride, ptr<T>(dx),
                              out.cols, out.rows, out.cols, o, stream, &why);
                        }),

@@ -31,34 +31,21 @@ cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64
 /// rowsoftmax::softmax_forward with options (`log`: log_softmax_forward), with the fused
 /// explain_forward's sentence in `*why` as forward's. `Options`: softmax_options,
 /// masked_softmax_options, bool_masked_softmax_options or biased_softmax_options (one unit a type
-/// and options type).
-template <class T, class Options>
-cudaError_t options_forward(bool log, T const* x, std::int64_t x_stride, T* y,
+/// and options type); y of `Out`, T's or another (float from a 16-bit T, a 16-bit type from float:
+/// the extension's units of another output type, softmax_options only).
+template <class T, class Options, class Out = T>
+cudaError_t options_forward(bool log, T const* x, std::int64_t x_stride, Out* y,
                             std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
                             Options const& options, cudaStream_t stream, const char** why);
 
 /// rowsoftmax::softmax_backward with options (`log`: log_softmax_backward), with the fused
 /// explain_backward's sentence in `*why` as forward's (biased_softmax_options has none here: its
-/// backward is the boolean-masked one's, which the extension calls).
-template <class T, class Options>
-cudaError_t options_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
+/// backward is the boolean-masked one's, which the extension calls); dy and y of the forward's
+/// output type Out, dx of T.
+template <class T, class Options, class Out = T>
+cudaError_t options_backward(bool log, Out const* dy, std::int64_t dy_stride, Out const* y,
                              std::int64_t y_stride, T* dx, std::int64_t dx_stride,
                              std::int64_t rows, std::int64_t cols, Options const& options,
                              cudaStream_t stream, const char** why);
-
-/// options_forward with softmax_options, y of another type than x's: float from a 16-bit x, or
-/// 16-bit from a float x (one unit a pair).
-template <class T, class Out>
-cudaError_t out_forward(bool log, T const* x, std::int64_t x_stride, Out* y, std::int64_t y_stride,
-                        std::int64_t rows, std::int64_t cols,
-                        rowsoftmax::softmax_options const& options, cudaStream_t stream,
-                        const char** why);
-
-/// Its backward: dy and y of the forward's output type Out, dx of its input type T.
-template <class T, class Out>
-cudaError_t out_backward(bool log, Out const* dy, std::int64_t dy_stride, Out const* y,
-                         std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
-                         std::int64_t cols, rowsoftmax::softmax_options const& options,
-                         cudaStream_t stream, const char** why);
 
 }  // namespace rowsoftmax_ext

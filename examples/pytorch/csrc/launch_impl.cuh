@@ -35,8 +35,8 @@ cudaError_t backward(T const* dy, std::int64_t dy_stride, T const* y, std::int64
   return e;
 }
 
-template <class T, class Options>
-cudaError_t options_forward(bool log, T const* x, std::int64_t x_stride, T* y,
+template <class T, class Options, class Out>
+cudaError_t options_forward(bool log, T const* x, std::int64_t x_stride, Out* y,
                             std::int64_t y_stride, std::int64_t rows, std::int64_t cols,
                             Options const& options, cudaStream_t stream, const char** why) {
   const cudaError_t e =
@@ -48,41 +48,11 @@ cudaError_t options_forward(bool log, T const* x, std::int64_t x_stride, T* y,
   return e;
 }
 
-template <class T, class Options>
-cudaError_t options_backward(bool log, T const* dy, std::int64_t dy_stride, T const* y,
+template <class T, class Options, class Out>
+cudaError_t options_backward(bool log, Out const* dy, std::int64_t dy_stride, Out const* y,
                              std::int64_t y_stride, T* dx, std::int64_t dx_stride,
                              std::int64_t rows, std::int64_t cols, Options const& options,
                              cudaStream_t stream, const char** why) {
-  const cudaError_t e =
-      log ? rowsoftmax::log_softmax_backward(dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols,
-                                             options, stream)
-          : rowsoftmax::softmax_backward(dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols,
-                                         options, stream);
-  *why = e == cudaErrorInvalidValue ? rowsoftmax::explain_backward(dy, dy_stride, y, y_stride, dx,
-                                                                   dx_stride, rows, cols, options)
-                                    : nullptr;
-  return e;
-}
-
-template <class T, class Out>
-cudaError_t out_forward(bool log, T const* x, std::int64_t x_stride, Out* y, std::int64_t y_stride,
-                        std::int64_t rows, std::int64_t cols,
-                        rowsoftmax::softmax_options const& options, cudaStream_t stream,
-                        const char** why) {
-  const cudaError_t e =
-      log ? rowsoftmax::log_softmax_forward(x, x_stride, y, y_stride, rows, cols, options, stream)
-          : rowsoftmax::softmax_forward(x, x_stride, y, y_stride, rows, cols, options, stream);
-  *why = e == cudaErrorInvalidValue
-             ? rowsoftmax::explain_forward(x, x_stride, y, y_stride, rows, cols, options)
-             : nullptr;
-  return e;
-}
-
-template <class T, class Out>
-cudaError_t out_backward(bool log, Out const* dy, std::int64_t dy_stride, Out const* y,
-                         std::int64_t y_stride, T* dx, std::int64_t dx_stride, std::int64_t rows,
-                         std::int64_t cols, rowsoftmax::softmax_options const& options,
-                         cudaStream_t stream, const char** why) {
   const cudaError_t e =
       log ? rowsoftmax::log_softmax_backward(dy, dy_stride, y, y_stride, dx, dx_stride, rows, cols,
                                              options, stream)
@@ -119,11 +89,12 @@ cudaError_t out_backward(bool log, Out const* dy, std::int64_t dy_stride, Out co
       bool, T const*, std::int64_t, T const*, std::int64_t, T*, std::int64_t, std::int64_t, \
       std::int64_t, Options const&, cudaStream_t, const char**)
 
-/// Explicit instantiations of out_forward and out_backward for input type T and output type Out.
+/// Explicit instantiations of options_forward and options_backward with softmax_options for
+/// input type T and another output type Out.
 #define ROWSOFTMAX_EXT_INSTANTIATE_OUT(T, Out)                                                  \
-  template cudaError_t rowsoftmax_ext::out_forward<T, Out>(                                     \
+  template cudaError_t rowsoftmax_ext::options_forward<T, rowsoftmax::softmax_options, Out>(    \
       bool, T const*, std::int64_t, Out*, std::int64_t, std::int64_t, std::int64_t,             \
       rowsoftmax::softmax_options const&, cudaStream_t, const char**);                          \
-  template cudaError_t rowsoftmax_ext::out_backward<T, Out>(                                    \
+  template cudaError_t rowsoftmax_ext::options_backward<T, rowsoftmax::softmax_options, Out>(   \
       bool, Out const*, std::int64_t, Out const*, std::int64_t, T*, std::int64_t, std::int64_t, \
       std::int64_t, rowsoftmax::softmax_options const&, cudaStream_t, const char**)
