@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <string>
 #include <type_traits>
@@ -89,12 +90,30 @@ float events_ms(cudaEvent_t start, cudaEvent_t stop, F&& launch, int calls = 1) 
   return t;
 }
 
-/// Median of per-launch times (CUDA events) in microseconds; runs `launch` once per iteration.
-/// `queued`: each launch is enqueued behind a 20 us spin, so that the events time what the GPU
-/// spends on the call (from the start event to the stop event, both already queued) rather than
-/// also the host's time to submit it to an idle GPU.
+/// How time_launches times a call. `idle`: the events and the call enqueued on an idle GPU, the
+/// host's submission timed too. The others enqueue each launch behind a 20 us spin, so that the
+/// events time what the GPU spends on the call (from the start event to the stop event, both
+/// already queued): `queued` with the input in L2 from the call before, as when a call repeats;
+/// `cold` with L2 flushed before each call (flush_l2); `hot` with the input rewritten just before
+/// each call by a copy (`rewrite`), as after the kernel that produced it.
+enum class timing { idle, queued, cold, hot };
+
+/// The tag the summary gives a timing: "", " [queued]", " [cold]" or " [hot]".
+inline const char* timing_tag(timing t) {
+  return t == timing::queued ? " [queued]"
+         : t == timing::cold ? " [cold]"
+         : t == timing::hot  ? " [hot]"
+                             : "";
+}
+
+/// Evicts what L2 holds: writes a buffer of twice the device's L2 size (allocated once).
+void flush_l2();
+
+/// Median of per-launch times (CUDA events) in microseconds; runs `launch` once per iteration,
+/// timed as `how` says; `rewrite` (hot only) rewrites the call's input.
 template <class F>
-double time_launches(benchmark::State& state, F&& launch, bool queued = false) {
+double time_launches(benchmark::State& state, F&& launch, timing how = timing::idle,
+                     std::function<cudaError_t()> const& rewrite = {}) {
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
@@ -102,7 +121,9 @@ double time_launches(benchmark::State& state, F&& launch, bool queued = false) {
   check(cudaDeviceSynchronize(), "warm-up");
   std::vector<float> ms;
   for (auto _ : state) {
-    if (queued) hold_gpu(20000);
+    if (how != timing::idle) hold_gpu(20000);
+    if (how == timing::cold) flush_l2();
+    if (how == timing::hot) check(rewrite(), "rewrite");
     const float t = events_ms(start, stop, launch);
     state.SetIterationTime(t * 1e-3);
     ms.push_back(t);
@@ -200,12 +221,13 @@ void report(benchmark::State& state, result& r, direction dir, plan const& pl,
 }
 
 /// One benchmark: forward (2 tensors moved) or backward (3) of rows x cols; `workspace`: the
-/// launchers with a workspace (allocated once, outside the timing); `queued`: see time_launches.
-/// Timed both per launch (time_launches) and, unless queued, back to back (time_back_to_back).
+/// launchers with a workspace (allocated once, outside the timing); `how`: see time_launches (hot:
+/// forward only, the input rewritten from the third buffer). Timed both per launch
+/// (time_launches) and, where idle, back to back (time_back_to_back).
 template <class T>
 void softmax_benchmark(benchmark::State& state, std::string const& name, direction dir,
                        std::int64_t rows, std::int64_t cols, forced_config forced = {},
-                       bool workspace = false, bool queued = false) {
+                       bool workspace = false, timing how = timing::idle) {
   pool& p = pool::get();
   T* a = p.as<T>(0);
   T* b = p.as<T>(1);
@@ -225,7 +247,10 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
     return limits;
   };
   if (forced.overrides_plan()) {
-    if (forced.split > 0 && pl.algo == algorithm::staged_split) {
+    // A staged split plan, or a row no split plan was made for (one a register or staged tier
+    // holds, or one whose split keeps its workspace in the output), split as the split tier would
+    // with a workspace.
+    if (forced.split > 0 && (pl.algo != algorithm::split || pl.workspace_in_output)) {
       pl = detail::make_split_plan(dir, {pl.vec, pl.shifted, true, true}, rows, pl.windows,
                                    sizeof(T), current_limits());
     }
@@ -235,9 +260,17 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
       state.SkipWithError("overrides for a plan they do not apply to");
       return;
     }
-    if (forced.groups >= 0 || forced.ctas >= 0)
+    if (forced.groups >= 0 || forced.ctas >= 0) {
       pl = detail::with_groups(pl, forced.groups >= 0 ? forced.groups : pl.row_groups,
                                forced.ctas >= 0 ? forced.ctas : pl.split_ctas);
+      // Stashed tiles as the split tier gives shares of that many CTAs.
+      detail::kernel_config const& k = detail::kernel_configs[pl.config];
+      const int tensors = detail::tensors_of(dir);
+      pl.stash_tiles = detail::stashed_tiles(
+          detail::ceil_div(detail::row_tiles(pl), std::int64_t{pl.split_ctas}),
+          detail::keeps_last_tile(k, tensors, sizeof(T)) ? 1 : 0,
+          detail::stash_capacity(k, tensors, sizeof(T), current_limits()));
+    }
     if (forced.stash >= 0) pl.stash_tiles = forced.stash;
     if (forced.halves >= 0) pl.stash_halves = forced.halves;
     if (forced.hinted >= 0)
@@ -283,19 +316,28 @@ void softmax_benchmark(benchmark::State& state, std::string const& name, directi
       return;
     }
   }
-  const double us = time_launches(state, launch, queued);
+  if (how == timing::hot && dir != direction::forward) {
+    state.SkipWithError("hot timing is forward only");
+    if (ws) check(cudaFree(ws), "workspace");
+    return;
+  }
+  const auto rewrite = [&] {
+    return cudaMemcpyAsync(a, c, static_cast<std::size_t>(rows * cols) * sizeof(T),
+                           cudaMemcpyDeviceToDevice);
+  };
+  const double us = time_launches(state, launch, how, rewrite);
   // Back to back once a benchmark: Google Benchmark runs this function more than once to size
   // its iterations (the first run's median sizes the batches).
   result& r = results()[name];
-  const double b2b_us = queued || us <= 0 ? 0.0
-                        : r.b2b_us > 0    ? r.b2b_us
-                                          : time_back_to_back(launch, us);
+  const double b2b_us = how != timing::idle || us <= 0 ? 0.0
+                        : r.b2b_us > 0                 ? r.b2b_us
+                                                       : time_back_to_back(launch, us);
   if (ws) check(cudaFree(ws), "workspace");
   const double bytes =
       static_cast<double>(dir == direction::forward ? 2 : 3) * rows * cols * sizeof(T);
   report<T>(state, r, dir, pl,
             std::string(forced.config >= 0 || forced.overrides_plan() ? " [forced]" : "") +
-                (queued ? " [queued]" : ""),
+                timing_tag(how),
             rows, cols, bytes, us, b2b_us);
 }
 
@@ -538,6 +580,7 @@ void bias_benchmark(benchmark::State& state, std::string const& name, std::int64
 void register_float();
 void register_half();
 void register_bf16();
+void register_ceilings();
 
 /// Registers one benchmark as every softmax benchmark here is run: its time set by the CUDA
 /// events (manual time), at least 0.1 s, in microseconds. Google Benchmark appends
@@ -557,7 +600,9 @@ void register_timed(std::string const& name, F&& body) {
 /// gives that many CTAs; the keys, for a config of -1 or -2 whose plan is split (with a
 /// workspace) or streaming: stash and halves, which override the plan's stashed tiles and half
 /// tiles, and for split plans groups, ctas and hinted, its row groups, CTAs a row and (1 or 0)
-/// hinted configuration), separated by spaces, commas or newlines, each registered as
+/// hinted configuration, and split=1, a row the split tier would not take split as it would with
+/// a workspace), and for any entry timing (0 idle, 1 queued, 2 cold, 3 hot: see time_launches),
+/// separated by spaces, commas or newlines, each registered as
 /// "probe/<direction>/<dtype>/rows:R/cols:C/config:CxN[/stash:S][/key:value...]" and run through
 /// that configuration, so that configurations the planner does not pick can be timed without a
 /// rebuild. Malformed entries are reported and skipped.
@@ -590,6 +635,7 @@ void register_probes() {
     long long rows = 0, cols = 0, config = -1, cluster = 1, stash = -1;
     ok = ok && number(fields[2], &rows) && number(fields[3], &cols) && number(fields[4], &config);
     forced_config forced;
+    int how = 0;  // timing
     std::string suffix;
     int positional = 0;
     for (std::size_t i = 5; ok && i < fields.size(); ++i) {
@@ -601,7 +647,14 @@ void register_probes() {
         continue;
       }
       const std::string key = fields[i].substr(0, eq);
-      ok = number(fields[i].substr(eq + 1), &v) && v >= 0 && v <= 1 << 20 && config < 0;
+      ok = number(fields[i].substr(eq + 1), &v) && v >= 0 && v <= 1 << 20;
+      if (ok && key == "timing") {
+        ok = v <= 3;
+        how = static_cast<int>(v);
+        suffix += "/timing:" + std::to_string(v);
+        continue;
+      }
+      ok = ok && config < 0;
       int* slot = key == "groups"   ? &forced.groups
                   : key == "ctas"   ? &forced.ctas
                   : key == "stash"  ? &forced.stash
@@ -638,7 +691,7 @@ void register_probes() {
         "/config:" + std::to_string(config) + "x" + std::to_string(config < 0 ? 1 : cluster) +
         (stash >= 0 ? "/stash:" + std::to_string(stash) : std::string()) + suffix;
     register_timed(name, [=](benchmark::State& s) {
-      softmax_benchmark<T>(s, name, d, rows, cols, forced, config == -2);
+      softmax_benchmark<T>(s, name, d, rows, cols, forced, config == -2, static_cast<timing>(how));
     });
   }
 }

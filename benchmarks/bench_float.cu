@@ -4,18 +4,21 @@
 
 namespace rowsoftmax::bench {
 namespace {
-/// Registers "forward/fp32/<group>/rows:R/cols:C[/config:CxN][/queued]": fp32 forward of rows x
-/// cols, planned or forced through `config`, timed idle or queued (see time_launches).
+/// Registers "forward/fp32/<group>/rows:R/cols:C[/config:CxN][/queued|/cold|/hot]": fp32 forward
+/// of rows x cols, planned or forced through `config`, timed as `how` says (see time_launches).
 void register_forward(char const* group, std::int64_t rows, std::int64_t cols, forced_config config,
-                      bool queued) {
+                      timing how) {
   const std::string name = std::string("forward/fp32/") + group + "/rows:" + std::to_string(rows) +
                            "/cols:" + std::to_string(cols) +
                            (config.config < 0 ? ""
                                               : "/config:" + std::to_string(config.config) + "x" +
                                                     std::to_string(config.cluster)) +
-                           (queued ? "/queued" : "");
+                           (how == timing::queued ? "/queued"
+                            : how == timing::cold ? "/cold"
+                            : how == timing::hot  ? "/hot"
+                                                  : "");
   register_timed(name, [=](benchmark::State& s) {
-    softmax_benchmark<float>(s, name, direction::forward, rows, cols, config, false, queued);
+    softmax_benchmark<float>(s, name, direction::forward, rows, cols, config, false, how);
   });
 }
 }  // namespace
@@ -26,15 +29,18 @@ void register_float() {
   // Decode-time sampling over a vocabulary: few rows, 128256 columns, fp32 forward. The input
   // stays in L2 between launches (warm), as it does when sampling step after step.
   // Also forced through the other configurations that hold such a row (tuning data), and the
-  // planned call timed queued behind a spin (the GPU's time for the call, without the host's
-  // time to submit it to an idle GPU).
+  // planned call timed behind a spin (the GPU's time for the call, without the host's time to
+  // submit it to an idle GPU): queued (the input in L2 from the call before), cold (L2 flushed)
+  // and hot (the input just written by a copy, as after the GEMM that makes the logits).
   const forced_config configs[] = {{},
                                    {detail::configs::cluster_256t_256B, 16},
                                    {detail::configs::streaming_cluster, 8},
                                    {detail::configs::streaming_cluster, 16}};
   for (std::int64_t rows : {1, 8, 64}) {
-    for (forced_config config : configs) register_forward("decode", rows, 128256, config, false);
-    register_forward("decode", rows, 128256, {}, true);
+    for (forced_config config : configs)
+      register_forward("decode", rows, 128256, config, timing::idle);
+    for (timing how : {timing::queued, timing::cold, timing::hot})
+      register_forward("decode", rows, 128256, {}, how);
   }
   // Between decode and full launches (rows of 5 to 16 staged CTAs, or of 4 more than 7/8 full,
   // in launches of 3 to 60 such CTAs an SM: staged), queued; each also forced through the
@@ -58,6 +64,6 @@ void register_float() {
                             {300, 128256, {detail::configs::cluster_256t_256B, 8}}};
   for (mid_shape const& m : mids)
     for (forced_config config : {forced_config{}, m.registers})
-      register_forward("mid", m.rows, m.cols, config, true);
+      register_forward("mid", m.rows, m.cols, config, timing::queued);
 }
 }  // namespace rowsoftmax::bench

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_common.cuh"
@@ -111,6 +112,20 @@ void hold_gpu(long long ns) {
   check(cudaGetLastError(), "hold");
 }
 
+void flush_l2() {
+  static const std::pair<void*, std::size_t> scratch = [] {
+    int device = 0, l2 = 0;
+    check(cudaGetDevice(&device), "device");
+    check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), "L2 size");
+    const std::size_t n = 2 * static_cast<std::size_t>(l2);
+    void* p = nullptr;
+    check(cudaMalloc(&p, n), "L2 scratch");
+    return std::pair<void*, std::size_t>{p, n};
+  }();
+  static int value = 0;
+  check(cudaMemsetAsync(scratch.first, ++value & 0xff, scratch.second), "flush L2");
+}
+
 std::map<std::string, result>& results() {
   static std::map<std::string, result> r;
   return r;
@@ -141,6 +156,7 @@ int main(int argc, char** argv) {
   register_float();
   register_half();
   register_bf16();
+  register_ceilings();
   if (list_only) {
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
