@@ -12,24 +12,34 @@
 namespace rowsoftmax::bench {
 namespace {
 
-/// Eight elements a step: `Inputs` tensors of In read (their product converted), Out written,
-/// 16-byte accesses where the type allows two or one, grid-stride.
+/// Elements a thread of mix_kernel moves: eight of 16-bit or 4-byte windows, all loaded before
+/// the first store, as a register-tier softmax thread holds its row.
+inline constexpr int mix_steps = 8;
+
+/// `Inputs` tensors of In read (their product converted), Out written: each thread loads its
+/// mix_steps windows of 8 elements, then stores them, one CTA of 256 threads a chunk (no
+/// grid-stride: as many CTAs as chunks, as the register tiers launch).
 template <class In, class Out, int Inputs>
-__global__ void __launch_bounds__(256)
-    mix_kernel(In const* a, In const* b, Out* out, std::int64_t steps) {
+__global__ void __launch_bounds__(256) mix_kernel(In const* a, In const* b, Out* out) {
   static_assert(Inputs == 1 || Inputs == 2, "one or two inputs");
-  for (std::int64_t s = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; s < steps;
-       s += std::int64_t{gridDim.x} * blockDim.x) {
-    const auto x = detail::vec_t<In, 8>::load(a + s * 8, detail::no_hint{});
-    detail::vec_t<In, 8> y{};
-    if constexpr (Inputs == 2) y = detail::vec_t<In, 8>::load(b + s * 8, detail::no_hint{});
+  using in_vec = detail::vec_t<In, 8>;
+  const std::int64_t first = (blockIdx.x * std::int64_t{mix_steps} * 256 + threadIdx.x) * 8;
+  in_vec x[mix_steps], y[mix_steps];
+#pragma unroll
+  for (int k = 0; k < mix_steps; ++k) {
+    x[k] = in_vec::load(a + first + k * 256 * 8, detail::no_hint{});
+    if constexpr (Inputs == 2) y[k] = in_vec::load(b + first + k * 256 * 8, detail::no_hint{});
+  }
+#pragma unroll
+  for (int k = 0; k < mix_steps; ++k) {
     float v[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = Inputs == 2 ? x.at(i) * y.at(i) : x.at(i);
-    const auto o = detail::vec_t<Out, 8>::round(v);
-    o.store(out + s * 8);
+    for (int i = 0; i < 8; ++i) v[i] = Inputs == 2 ? x[k].at(i) * y[k].at(i) : x[k].at(i);
+    detail::vec_t<Out, 8>::round(v).store(out + first + k * 256 * 8);
   }
 }
+
+__global__ void empty_kernel() {}
 
 /// Registers "ceiling/<name>": `Inputs` tensors of In into one of Out over sweep_elems elements,
 /// timed as the softmax benchmarks are, its bytes counted at each tensor's size.
@@ -41,12 +51,9 @@ void register_mix(char const* name_suffix) {
     In const* a = p.as<In>(0);
     In const* b = p.as<In>(2);
     Out* out = static_cast<Out*>(p.buf[1]);
-    int device = 0, sms = 0;
-    check(cudaGetDevice(&device), "device");
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "SMs");
-    const std::int64_t steps = sweep_elems / 8;
+    static_assert(sweep_elems % (mix_steps * 256 * 8) == 0, "whole CTAs");
     const auto launch = [&] {
-      mix_kernel<In, Out, Inputs><<<sms * 8, 256>>>(a, b, out, steps);
+      mix_kernel<In, Out, Inputs><<<sweep_elems / (mix_steps * 256 * 8), 256>>>(a, b, out);
       return cudaGetLastError();
     };
     const double us = time_launches(state, launch);
@@ -60,9 +67,51 @@ void register_mix(char const* name_suffix) {
   });
 }
 
+/// Registers "ceiling/launch/<queued|cold>" (an empty kernel: the least a call takes, timed so)
+/// and "ceiling/copy/rows:R/cols:C/<queued|cold>" (a device-to-device copy of the bytes of an
+/// fp32 forward of R rows of C columns, read and written once, timed as the decode rows are).
+void register_small_calls() {
+  for (timing how : {timing::queued, timing::cold}) {
+    const std::string tag = how == timing::queued ? "queued" : "cold";
+    const std::string name = "ceiling/launch/" + tag;
+    register_timed(name, [name, how](benchmark::State& state) {
+      const auto launch = [] {
+        empty_kernel<<<1, 32>>>();
+        return cudaGetLastError();
+      };
+      const double us = time_launches(state, launch, how);
+      result& r = results()[name];
+      plan none{};
+      report<float>(state, r, direction::forward, none,
+                    " [ceiling launch]" + std::string(timing_tag(how)), 1, 1, 0, us, 0);
+      r.direction = "ceiling";
+    });
+    for (std::int64_t rows : {1, 8, 64}) {
+      const std::int64_t cols = 128256;
+      const std::string copy =
+          "ceiling/copy/rows:" + std::to_string(rows) + "/cols:" + std::to_string(cols) + "/" + tag;
+      register_timed(copy, [copy, how, rows, cols](benchmark::State& state) {
+        pool& p = pool::get();
+        float* a = p.as<float>(0);
+        float* b = p.as<float>(1);
+        const std::size_t bytes = static_cast<std::size_t>(rows * cols) * sizeof(float);
+        const auto launch = [&] { return cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice); };
+        const double us = time_launches(state, launch, how);
+        result& r = results()[copy];
+        plan none{};
+        report<float>(state, r, direction::forward, none,
+                      " [ceiling copy]" + std::string(timing_tag(how)), rows, cols,
+                      2.0 * static_cast<double>(bytes), us, 0);
+        r.direction = "ceiling";
+      });
+    }
+  }
+}
+
 }  // namespace
 
 void register_ceilings() {
+  register_small_calls();
   register_mix<__nv_bfloat16, float, 1>("bf16_to_fp32");          // forward, bf16 in, float out
   register_mix<float, __nv_bfloat16, 1>("fp32_to_bf16");          // forward, float in, bf16 out
   register_mix<__nv_bfloat16, __nv_bfloat16, 1>("bf16_to_bf16");  // as the copy, 16-bit
