@@ -55,6 +55,7 @@ VARIANTS = OrderedDict([
     ("to_bf16", "softmax of float32 x written as bf16 y (backward: bf16 dy and y, float32 dx)"),
 ])
 
+TIMINGS = ["queued", "cold", "hot"]
 LINE = re.compile(
     r"^(forward|backward)\s+(bf16|fp16|fp32)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)%"
     r"(?:\s+([\d.]+)\s+([\d.]+)%|\s+-\s+-)?\s+(.*)$")  # older summaries: no back-to-back columns
@@ -73,10 +74,13 @@ class Result:
         self.b2b_us = float(b2b_us) if b2b_us else None
         self.b2b_pct = float(b2b_pct) if b2b_pct else None
         self.forced = " [forced]" in plan
-        self.queued = " [queued]" in plan
+        # How the call was timed (the benchmark's time_launches): idle, or behind a spin kernel
+        # with the input in L2 (queued), L2 flushed (cold) or the input just rewritten (hot).
+        self.timing = next((t for t in TIMINGS if f" [{t}]" in plan), "idle")
+        self.queued = self.timing != "idle"
         # The fused launchers' rows: the variant the benchmark tags them with.
         self.variant = next((v for v in VARIANTS if f" [{v}]" in plan), None)
-        for tag in [" [forced]", " [queued]"] + [f" [{v}]" for v in VARIANTS]:
+        for tag in [" [forced]"] + [f" [{t}]" for t in TIMINGS] + [f" [{v}]" for v in VARIANTS]:
             plan = plan.replace(tag, "")
         self.plan = plan.strip()
 
@@ -221,22 +225,26 @@ def section_few(out, results):
         return
     keyed = OrderedDict()
     for r in sorted(few, key=lambda r: (r.direction != "forward", r.dtype, r.cols, r.rows)):
-        keyed.setdefault(r.key, {})["queued" if r.queued else "idle"] = r
+        keyed.setdefault(r.key, {})[r.timing] = r
     rows = []
     for (d, t, cols, n), got in keyed.items():
-        idle, queued = got.get("idle"), got.get("queued")
+        idle = got.get("idle")
+        timed = [got.get(k) for k in TIMINGS]
         rows.append([d, t, str(cols), str(n),
                      f"{idle.us:.2f}" if idle else "-",
-                     f"{idle.b2b_us:.2f}" if idle and idle.b2b_us is not None else "-",
-                     f"{queued.us:.2f}" if queued else "-",
-                     (idle or queued).plan])
+                     f"{idle.b2b_us:.2f}" if idle and idle.b2b_us is not None else "-"] +
+                    [f"{r.us:.2f}" if r else "-" for r in timed] +
+                    [next(r for r in [idle] + timed if r).plan])
     out.append("## Launches of few rows\n")
     out.append("Latency-bound shapes, in microseconds a call: idle (one launch on an idle GPU, "
-               "the host's submission included), back to back, and queued (behind a spin kernel, "
-               "so that the events bracket only the GPU's work).\n")
+               "the host's submission included), back to back, and behind a spin kernel, so that "
+               "the events bracket only the GPU's work: queued (the input in L2 from the call "
+               "before), cold (L2 flushed first) and hot (the input just rewritten by a copy, as "
+               "after the kernel that makes it).\n")
     out.append(md_table(["direction", "dtype", "cols", "rows", "idle us", "back to back us",
-                         "queued us", "plan"], rows,
-                        ["---", "---", "---:", "---:", "---:", "---:", "---:", "---"]) + "\n")
+                         "queued us", "cold us", "hot us", "plan"], rows,
+                        ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:",
+                         "---"]) + "\n")
 
 
 def section_forced(out, results):
@@ -246,12 +254,12 @@ def section_forced(out, results):
     planned = {}
     for r in results:
         if not r.forced:
-            planned.setdefault((r.key, r.queued), r)
+            planned.setdefault((r.key, r.timing), r)
     rows = []
     for r in sorted(forced, key=lambda r: (r.direction != "forward", r.dtype, r.cols, r.rows)):
-        p = planned.get((r.key, r.queued))
+        p = planned.get((r.key, r.timing))
         rows.append([r.direction, r.dtype, str(r.cols), str(r.rows),
-                     "queued" if r.queued else "idle",
+                     r.timing,
                      f"{p.us:.2f}" if p else "-", f"{r.us:.2f}",
                      f"{r.us / p.us:.2f}" if p else "-", r.plan])
     out.append("## Other configurations timed in the same run\n")
