@@ -12,48 +12,53 @@
 namespace rowsoftmax::bench {
 namespace {
 
-/// Elements a thread of mix_kernel moves: eight of 16-bit or 4-byte windows, all loaded before
-/// the first store, as a register-tier softmax thread holds its row.
+/// Windows a thread of mix_kernel moves, all loaded before the first store, as a register-tier
+/// softmax thread holds its row.
 inline constexpr int mix_steps = 8;
 
 /// `Inputs` tensors of In read (their product converted), Out written: each thread loads its
-/// mix_steps windows of 8 elements, then stores them, one CTA of 256 threads a chunk (no
-/// grid-stride: as many CTAs as chunks, as the register tiers launch).
-template <class In, class Out, int Inputs>
+/// mix_steps windows of `E` elements (a warp's load or store of a window: 32 contiguous windows),
+/// then stores them, one CTA of 256 threads a chunk (no grid-stride: as many CTAs as chunks, as
+/// the register tiers launch). Windows of 8 16-bit elements store 32 bytes of float a lane (two
+/// 16-byte stores 32 bytes apart), as the softmax kernels of 16-bit input and float output do;
+/// windows of 4 load 8 bytes of 16-bit input and store 16 of float.
+template <class In, class Out, int Inputs, int E>
 __global__ void __launch_bounds__(256) mix_kernel(In const* a, In const* b, Out* out) {
   static_assert(Inputs == 1 || Inputs == 2, "one or two inputs");
-  using in_vec = detail::vec_t<In, 8>;
-  const std::int64_t first = (blockIdx.x * std::int64_t{mix_steps} * 256 + threadIdx.x) * 8;
+  using in_vec = detail::vec_t<In, E>;
+  const std::int64_t first = (blockIdx.x * std::int64_t{mix_steps} * 256 + threadIdx.x) * E;
   in_vec x[mix_steps], y[mix_steps];
 #pragma unroll
   for (int k = 0; k < mix_steps; ++k) {
-    x[k] = in_vec::load(a + first + k * 256 * 8, detail::no_hint{});
-    if constexpr (Inputs == 2) y[k] = in_vec::load(b + first + k * 256 * 8, detail::no_hint{});
+    x[k] = in_vec::load(a + first + k * 256 * E, detail::no_hint{});
+    if constexpr (Inputs == 2) y[k] = in_vec::load(b + first + k * 256 * E, detail::no_hint{});
   }
 #pragma unroll
   for (int k = 0; k < mix_steps; ++k) {
-    float v[8];
+    float v[E];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = Inputs == 2 ? x[k].at(i) * y[k].at(i) : x[k].at(i);
-    detail::vec_t<Out, 8>::round(v).store(out + first + k * 256 * 8);
+    for (int i = 0; i < E; ++i) v[i] = Inputs == 2 ? x[k].at(i) * y[k].at(i) : x[k].at(i);
+    detail::vec_t<Out, E>::round(v).store(out + first + k * 256 * E);
   }
 }
 
 __global__ void empty_kernel() {}
 
-/// Registers "ceiling/<name>": `Inputs` tensors of In into one of Out over sweep_elems elements,
-/// timed as the softmax benchmarks are, its bytes counted at each tensor's size.
-template <class In, class Out, int Inputs>
-void register_mix(char const* name_suffix) {
-  const std::string name = std::string("ceiling/") + name_suffix;
+/// Registers "ceiling/<name>/window:<E>": `Inputs` tensors of In into one of Out over
+/// sweep_elems elements in windows of E, timed as the softmax benchmarks are, its bytes counted
+/// at each tensor's size.
+template <class In, class Out, int Inputs, int E = 8>
+void register_mix(char const* suffix) {
+  const std::string name_suffix = std::string(suffix) + "/window:" + std::to_string(E);
+  const std::string name = "ceiling/" + name_suffix;
   register_timed(name, [name, name_suffix](benchmark::State& state) {
     pool& p = pool::get();
     In const* a = p.as<In>(0);
     In const* b = p.as<In>(2);
     Out* out = static_cast<Out*>(p.buf[1]);
-    static_assert(sweep_elems % (mix_steps * 256 * 8) == 0, "whole CTAs");
+    static_assert(sweep_elems % (mix_steps * 256 * E) == 0, "whole CTAs");
     const auto launch = [&] {
-      mix_kernel<In, Out, Inputs><<<sweep_elems / (mix_steps * 256 * 8), 256>>>(a, b, out);
+      mix_kernel<In, Out, Inputs, E><<<sweep_elems / (mix_steps * 256 * E), 256>>>(a, b, out);
       return cudaGetLastError();
     };
     const double us = time_launches(state, launch);
@@ -119,6 +124,12 @@ void register_ceilings() {
   register_mix<__nv_bfloat16, float, 2>("2bf16_to_fp32");  // backward: dy, y bf16 into dx float
   register_mix<float, __nv_bfloat16, 2>("2fp32_to_bf16");  // backward: dy, y float into dx bf16
   register_mix<float, float, 2>("2fp32_to_fp32");          // backward, float
+  // The float stores of 16 contiguous bytes a lane: 16-bit windows of 4 (8-byte loads), and
+  // float windows of 4 (the copy's accesses).
+  register_mix<__nv_bfloat16, float, 1, 4>("bf16_to_fp32");
+  register_mix<__nv_bfloat16, float, 2, 4>("2bf16_to_fp32");
+  register_mix<float, float, 1, 4>("fp32_to_fp32");
+  register_mix<float, __nv_bfloat16, 1, 4>("fp32_to_bf16");
 }
 
 }  // namespace rowsoftmax::bench
