@@ -44,6 +44,24 @@ __global__ void __launch_bounds__(256) mix_kernel(In const* a, In const* b, Out*
 
 __global__ void empty_kernel() {}
 
+/// Times `launch` as `how` says (time_launches; idle also back to back) and records it in the
+/// summary as a "ceiling" row labelled `label`, of `bytes` moved.
+template <class F>
+void time_ceiling(benchmark::State& state, std::string const& name, std::string const& label,
+                  timing how, std::int64_t rows, std::int64_t cols, double bytes, F&& launch) {
+  const double us = time_launches(state, launch, how);
+  result& r = results()[name];
+  const double b2b_us = how != timing::idle || us <= 0 ? 0.0
+                        : r.b2b_us > 0                 ? r.b2b_us
+                                                       : time_back_to_back(launch, us);
+  const double tbps = us > 0 ? bytes / (us * 1e-6) / 1e12 : 0;
+  state.counters["median_us"] = us;
+  state.counters["pct_copy"] = 100.0 * tbps / copy_bandwidth().synchronized;
+  r = {"ceiling", "-",    label + timing_tag(how),
+       rows,      cols,   us,
+       tbps,      b2b_us, b2b_us > 0 ? bytes / (b2b_us * 1e-6) / 1e12 : 0};
+}
+
 /// Registers "ceiling/<name>/window:<E>": `Inputs` tensors of In into one of Out over
 /// sweep_elems elements in windows of E, timed as the softmax benchmarks are, its bytes counted
 /// at each tensor's size.
@@ -61,14 +79,8 @@ void register_mix(char const* suffix) {
       mix_kernel<In, Out, Inputs, E><<<sweep_elems / (mix_steps * 256 * E), 256>>>(a, b, out);
       return cudaGetLastError();
     };
-    const double us = time_launches(state, launch);
-    result& r = results()[name];
-    const double b2b_us = us <= 0 ? 0.0 : r.b2b_us > 0 ? r.b2b_us : time_back_to_back(launch, us);
-    const double bytes = static_cast<double>(sweep_elems) * (Inputs * sizeof(In) + sizeof(Out));
-    plan none{};
-    report<In>(state, r, direction::forward, none, std::string(" [ceiling ") + name_suffix + "]", 1,
-               sweep_elems, bytes, us, b2b_us);
-    r.direction = "ceiling";
+    time_ceiling(state, name, name_suffix, timing::idle, 1, sweep_elems,
+                 static_cast<double>(sweep_elems) * (Inputs * sizeof(In) + sizeof(Out)), launch);
   });
 }
 
@@ -77,37 +89,25 @@ void register_mix(char const* suffix) {
 /// fp32 forward of R rows of C columns, read and written once, timed as the decode rows are).
 void register_small_calls() {
   for (timing how : {timing::queued, timing::cold}) {
-    const std::string tag = how == timing::queued ? "queued" : "cold";
-    const std::string name = "ceiling/launch/" + tag;
+    const std::string name = "ceiling/launch/" + timing_name(how);
     register_timed(name, [name, how](benchmark::State& state) {
-      const auto launch = [] {
+      time_ceiling(state, name, "empty kernel", how, 1, 1, 0.0, [] {
         empty_kernel<<<1, 32>>>();
         return cudaGetLastError();
-      };
-      const double us = time_launches(state, launch, how);
-      result& r = results()[name];
-      plan none{};
-      report<float>(state, r, direction::forward, none,
-                    " [ceiling launch]" + std::string(timing_tag(how)), 1, 1, 0, us, 0);
-      r.direction = "ceiling";
+      });
     });
     for (std::int64_t rows : {1, 8, 64}) {
       const std::int64_t cols = 128256;
-      const std::string copy =
-          "ceiling/copy/rows:" + std::to_string(rows) + "/cols:" + std::to_string(cols) + "/" + tag;
+      const std::string copy = "ceiling/copy/rows:" + std::to_string(rows) +
+                               "/cols:" + std::to_string(cols) + "/" + timing_name(how);
       register_timed(copy, [copy, how, rows, cols](benchmark::State& state) {
         pool& p = pool::get();
         float* a = p.as<float>(0);
         float* b = p.as<float>(1);
         const std::size_t bytes = static_cast<std::size_t>(rows * cols) * sizeof(float);
-        const auto launch = [&] { return cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice); };
-        const double us = time_launches(state, launch, how);
-        result& r = results()[copy];
-        plan none{};
-        report<float>(state, r, direction::forward, none,
-                      " [ceiling copy]" + std::string(timing_tag(how)), rows, cols,
-                      2.0 * static_cast<double>(bytes), us, 0);
-        r.direction = "ceiling";
+        time_ceiling(state, copy, "copy of fp32 rows", how, rows, cols,
+                     2.0 * static_cast<double>(bytes),
+                     [&] { return cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice); });
       });
     }
   }

@@ -98,12 +98,17 @@ float events_ms(cudaEvent_t start, cudaEvent_t stop, F&& launch, int calls = 1) 
 /// each call by a copy (`rewrite`), as after the kernel that produced it.
 enum class timing { idle, queued, cold, hot };
 
-/// The tag the summary gives a timing: "", " [queued]", " [cold]" or " [hot]".
-inline const char* timing_tag(timing t) {
-  return t == timing::queued ? " [queued]"
-         : t == timing::cold ? " [cold]"
-         : t == timing::hot  ? " [hot]"
+/// A timing's name in benchmark names ("queued", "cold", "hot"; idle: "").
+inline std::string timing_name(timing t) {
+  return t == timing::queued ? "queued"
+         : t == timing::cold ? "cold"
+         : t == timing::hot  ? "hot"
                              : "";
+}
+
+/// The tag the summary gives a timing: " [queued]", " [cold]", " [hot]"; idle: "".
+inline std::string timing_tag(timing t) {
+  return t == timing::idle ? std::string() : " [" + timing_name(t) + "]";
 }
 
 /// Evicts what L2 holds: writes a buffer of twice the device's L2 size (allocated once).

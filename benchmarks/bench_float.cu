@@ -13,10 +13,7 @@ void register_forward(char const* group, std::int64_t rows, std::int64_t cols, f
                            (config.config < 0 ? ""
                                               : "/config:" + std::to_string(config.config) + "x" +
                                                     std::to_string(config.cluster)) +
-                           (how == timing::queued ? "/queued"
-                            : how == timing::cold ? "/cold"
-                            : how == timing::hot  ? "/hot"
-                                                  : "");
+                           (how == timing::idle ? "" : "/" + timing_name(how));
   register_timed(name, [=](benchmark::State& s) {
     softmax_benchmark<float>(s, name, direction::forward, rows, cols, config, false, how);
   });

@@ -12,6 +12,8 @@
 // percentage of the copy bandwidth, each launch synchronized before the next; then the same
 // with the calls issued back to back (batches of calls between two events), against the copy
 // timed back to back.
+// Rows "ceiling ..." (bench_ceiling.cu) time kernels and copies that only move bytes, beside the
+// copy: an empty kernel, copies of the decode rows' bytes, element-wise type conversions.
 #include <cuda_runtime.h>
 
 #include <algorithm>
