@@ -13,6 +13,10 @@ percentage of the device-to-device copy bandwidth measured in the same run. Ever
 carries its normwise error against float64 (first rows of the tensor), so a fast wrong answer
 cannot hide.
 Writes compare.csv, compare.json, compare_forward.png and compare_backward.png to --out.
+--impls, --shapes (a regular expression on the label), --dtypes and --directions time a subset;
+--runs K measures each point K times, the implementations in another order each time, and
+reports the median (rowsoftmax against quack at their closest shapes, say:
+--impls rowsoftmax,quack --shapes 'x(1000|1024|2048|32000|131072)$' --runs 3).
 
     PYTHONPATH=examples/pytorch python benchmarks/compare_peers.py --fused --out results/
 
@@ -30,6 +34,7 @@ import csv
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -229,6 +234,13 @@ def main():
     ap.add_argument("--budget", type=float, default=400.0, help="seconds; later shapes are skipped")
     ap.add_argument("--quick", action="store_true", help="bf16 and the first shapes only")
     ap.add_argument("--replot", metavar="JSON", help="redraw the plots and table of a saved run")
+    ap.add_argument("--impls", help="comma-separated implementations to time (default: all)")
+    ap.add_argument("--shapes", help="regular expression a shape's label must match")
+    ap.add_argument("--dtypes", help="comma-separated dtypes to time (bf16, fp16, fp32)")
+    ap.add_argument("--directions", default="forward,backward", help="comma-separated directions")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="times each point is measured, implementations in a new order each "
+                         "time; the median of the runs is reported")
     ap.add_argument("--fused", action="store_true",
                     help="the fused calls against the torch expressions they replace")
     args = ap.parse_args()
@@ -249,6 +261,13 @@ def main():
     copy = copy_tbps()
     dev = torch.cuda.get_device_name()
     impls = implementations()
+    if args.impls:
+        keep = args.impls.split(",")
+        unknown = [k for k in keep if k not in impls]
+        if unknown:
+            print(f"--impls: unknown {unknown}; known: {list(impls)}")
+            return 2
+        impls = {k: v for k, v in impls.items() if k in keep}
     missing = {k: v for k, v in impls.items() if isinstance(v, str)}
     impls = {k: v for k, v in impls.items() if not isinstance(v, str)}
     print(f"device {dev}, copy {copy:.3f} TB/s, torch {torch.__version__}, triton {triton.__version__}")
@@ -258,9 +277,13 @@ def main():
         return run_fused(args, out_dir, copy, dev)
 
     results, skipped, point = [], [], 0
+    dtypes_kept = set(args.dtypes.split(",")) if args.dtypes else set(NAMES.values())
+    directions = args.directions.split(",")
     for label, shape, dtypes in shapes():
+        if args.shapes and not re.search(args.shapes, label):
+            continue
         for dtype in dtypes:
-            if args.quick and dtype != torch.bfloat16:
+            if (args.quick and dtype != torch.bfloat16) or NAMES[dtype] not in dtypes_kept:
                 continue
             if time.time() - t0 > args.budget:
                 skipped.append(f"{label} {NAMES[dtype]}")
@@ -276,26 +299,40 @@ def main():
             ref_dx = yd * (dyd - (dyd * yd).sum(-1, keepdim=True))
             size = x.element_size() * x.numel()
             for direction, nbytes in (("forward", 2 * size), ("backward", 3 * size)):
-                # Each point starts with another implementation, so that none is always first
-                # on a new shape.
-                names = list(impls)
-                first = point % len(names)
-                point += 1
-                for name in names[first:] + names[:first]:
-                    fwd, bwd = impls[name]
-                    call = (lambda: fwd(x)) if direction == "forward" else (lambda: bwd(dy, y))
-                    try:
-                        got = call()
-                        err = normwise(got, ref_y if direction == "forward" else ref_dx, check)
-                        del got
-                        ms = time_ms(call, args.warmup, args.reps, args.warm_ms * 1e-3)
-                    except Exception as e:  # noqa: BLE001
-                        print(f"  {name} {direction} {label} {NAMES[dtype]}: failed: {type(e).__name__}: {e}")
+                if direction not in directions:
+                    continue
+                names, times, errs = list(impls), {}, {}
+                for run in range(args.runs):
+                    # Each point and run starts with another implementation, so that none is
+                    # always first on a new shape.
+                    first = point % len(names)
+                    point += 1
+                    for name in names[first:] + names[:first]:
+                        if name in errs and errs[name] is None:
+                            continue  # failed in an earlier run
+                        fwd, bwd = impls[name]
+                        call = (lambda: fwd(x)) if direction == "forward" else (lambda: bwd(dy, y))
+                        try:
+                            if name not in errs:
+                                got = call()
+                                errs[name] = normwise(
+                                    got, ref_y if direction == "forward" else ref_dx, check)
+                                del got
+                            times.setdefault(name, []).append(
+                                time_ms(call, args.warmup, args.reps, args.warm_ms * 1e-3))
+                        except Exception as e:  # noqa: BLE001
+                            print(f"  {name} {direction} {label} {NAMES[dtype]}: failed: "
+                                  f"{type(e).__name__}: {e}")
+                            errs[name] = None
+                for name in names:
+                    if not times.get(name) or errs.get(name) is None:
                         continue
+                    ms = statistics.median(times[name])
                     tbps = nbytes / (ms * 1e-3) / 1e12
                     results.append(dict(direction=direction, dtype=NAMES[dtype], shape=label,
                                         rows=rows, cols=shape[-1], impl=name, us=ms * 1e3,
-                                        tbps=tbps, pct_copy=100 * tbps / copy, rel_err=err))
+                                        tbps=tbps, pct_copy=100 * tbps / copy, rel_err=errs[name],
+                                        runs=len(times[name])))
             del x, dy, y
             torch.cuda.empty_cache()
 
