@@ -16,6 +16,7 @@
 #include "../plan.hpp"
 #include "host.hpp"
 #include "kernels.cuh"
+#include "ops.cuh"
 
 namespace rowsoftmax::detail {
 
@@ -109,7 +110,7 @@ constexpr auto unit_kernel_ptr() {
   } else if constexpr (kernel_configs[Config].tiled) {
     return &tiled_kernel<Op, V, Config>;
   } else {
-    return &resident_kernel<Op, V, Config>;
+    return &resident_kernel<resident_op_t<Op, Config>, V, Config>;
   }
 }
 

@@ -188,6 +188,89 @@ struct forward_op {
   __device__ static void staged_lse(row_state, partial) {}
 };
 
+/// forward_op for 16-bit rows held by one CTA in registers (the dispatcher's choice, see
+/// resident_op): fold keeps each exp(x - thread max) as a float until the store, as fp32 slots
+/// do, so an element takes one exp instead of two, at twice the registers of the packed slots
+/// (kernel_shape counts them: `floats_kept`). The rows it runs are instruction-bound packed
+/// (tuning log, one-CTA register rows).
+template <class T>
+struct float_exps_forward_op : forward_op<T> {
+  using base = forward_op<T>;
+  using typename base::args;
+  static constexpr bool keeps_exp = true;
+  static constexpr bool floats_kept = true;
+
+  template <int V, int N>
+  struct fragment {
+    vec_t<T, V> v[N];  // x as loaded, until fold
+    float e[N * V];    // exp(x - m) from fold
+    float m;           // max over this thread's slots (-inf if none is valid), set by finish
+  };
+
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
+                               Hint hint = {}) {
+    load_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
+  }
+  template <int V, int N, class Hint = no_hint>
+  __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
+                                Hint hint = {}) {
+    finish_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
+    f.m = neg_inf;
+#pragma unroll
+    for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, f.v[k].max());
+  }
+
+  template <int V, int N>
+  __device__ static partial fold(fragment<V, N>& f) {
+    const shifted_exp e{safe_shift(f.m)};
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+#pragma unroll
+      for (int l = 0; l < V; ++l) {
+        f.e[k * V + l] = e(f.v[k].at(l));
+        s += f.e[k * V + l];
+      }
+    return {f.m, s};
+  }
+
+  /// y = exp(x - m_thread) * exp(m_thread - M) / S, as forward_op's fp32 store.
+  template <bool OneStore = false, int V, int N, class Hint = no_hint>
+  __device__ static void store(args const& a, row_window const& w, fragment<V, N> const& f,
+                               partial total, Hint hint = {}) {
+    const float scale = exp_diff(f.m, safe_shift(total.m)) / total.s;
+    vec_t<T, V> out[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      float y[V];
+#pragma unroll
+      for (int l = 0; l < V; ++l) y[l] = f.e[k * V + l] * scale;
+      out[k] = vec_t<T, V>::round(y);
+    }
+    store_windows<OneStore>(a.y + w.row * a.y_stride, w, out, hint);
+  }
+};
+
+/// The op the register tier's kernel of configuration `Config` runs for `Op`: 16-bit plain
+/// forward rows of one CTA a row and one row a thread keep their exps as floats
+/// (float_exps_forward_op); every other op and configuration runs as itself.
+template <class Op, int Config, class = void>
+struct resident_op {
+  using type = Op;
+};
+template <class T, int Config>
+struct resident_op<
+    forward_op<T>, Config,
+    std::enable_if_t<!std::is_same_v<T, float> &&
+                     kernel_configs[Config].algo == algorithm::registers &&
+                     !kernel_configs[Config].clustered && !kernel_configs[Config].tiled &&
+                     kernel_configs[Config].rows_per_thread == 1>> {
+  using type = float_exps_forward_op<T>;
+};
+template <class Op, int Config>
+using resident_op_t = typename resident_op<Op, Config>::type;
+
 /// dx = y * (dy - sum(dy * y)) along each row. Thread partial: its share of sum(dy * y).
 template <class T>
 struct backward_op {
