@@ -23,7 +23,8 @@ namespace rowsoftmax::detail {
 /// y = softmax(x) along each row. Thread partial: (max, sum of exp(x - max)) over its slots.
 /// fp32 slots are overwritten by fold with exp(x - thread max), so each element takes one exp2;
 /// 16-bit slots stay packed (half the registers of converted floats, so a thread holds twice
-/// the elements) and the store takes the exp again from x.
+/// the elements) and the store takes the exp again from x; one-CTA register rows run
+/// float_exps_forward_op instead, which keeps the exps.
 template <class T>
 struct forward_op {
   using value_type = T;
