@@ -3,8 +3,12 @@
 // (tests/CMakeLists.txt), this file fails the build if a streaming or split kernel spills
 // registers to local memory. Those kernels run at their register bound, and a spilled row state
 // is reloaded past an L1 that the row's own loads keep full: the fp32 forward split kernel lost
-// 4-9 points of copy bandwidth on the H200 to 20 bytes of spills (docs/tuning.md).
+// 4-9 points of copy bandwidth on the H200 to 20 bytes of spills (docs/tuning.md). The 16-bit
+// forward one-CTA kernels that keep their exps as floats, nearest their bound at the widest
+// threads' bytes, are checked too, and which op those configurations run.
 #include <rowsoftmax/rowsoftmax.cuh>
+
+#include <type_traits>
 
 namespace rowsoftmax::detail {
 
@@ -31,8 +35,42 @@ int count_kernels_of() {
          hinted;
 }
 
+// One-CTA 16-bit plain forward rows keep their exps as floats; clusters, short rows and fp32
+// run the op itself.
+static_assert(std::is_same_v<resident_op_t<forward_op<__nv_bfloat16>, configs::one_cta_of(16, 128)>,
+                             float_exps_forward_op<__nv_bfloat16>>);
+static_assert(std::is_same_v<resident_op_t<forward_op<__half>, configs::widest_one_cta>,
+                             float_exps_forward_op<__half>>);
+static_assert(
+    std::is_same_v<resident_op_t<forward_op<__half>, configs::cluster_128t>, forward_op<__half>>);
+static_assert(std::is_same_v<resident_op_t<forward_op<__half>, configs::last_short_rows>,
+                             forward_op<__half>>);
+static_assert(std::is_same_v<resident_op_t<forward_op<float>, configs::one_cta_of(16, 128)>,
+                             forward_op<float>>);
+static_assert(std::is_same_v<resident_op_t<backward_op<__half>, configs::one_cta_of(16, 128)>,
+                             backward_op<__half>>);
+
+/// The float-exp forward kernels of the one-CTA configurations of 144 bytes a thread (the most
+/// floats a thread keeps) and of 128 bytes at 16 threads a row (1K columns).
+template <class T>
+int count_float_exps_kernels() {
+  constexpr int V = 16 / sizeof(T);
+  void const* k[] = {
+      reinterpret_cast<void const*>(kernel_ptr<forward_op<T>, V, configs::one_cta_of(16, 128)>()),
+      reinterpret_cast<void const*>(kernel_ptr<forward_op<T>, V, configs::one_cta_of(16, 144)>()),
+      reinterpret_cast<void const*>(kernel_ptr<forward_op<T>, V, configs::one_cta_of(32, 144)>()),
+      reinterpret_cast<void const*>(kernel_ptr<forward_op<T>, V, configs::one_cta_of(64, 144)>()),
+      reinterpret_cast<void const*>(kernel_ptr<forward_op<T>, V, configs::one_cta_of(128, 144)>()),
+      reinterpret_cast<void const*>(kernel_ptr<forward_op<T>, V, configs::widest_one_cta>())};
+  int n = 0;
+  for (void const* p : k) n += p != nullptr;
+  return n;
+}
+
 int register_budget_kernels() {
-  return count_kernels_of<float>() + count_kernels_of<__half>() + count_kernels_of<__nv_bfloat16>();
+  return count_kernels_of<float>() + count_kernels_of<__half>() +
+         count_kernels_of<__nv_bfloat16>() + count_float_exps_kernels<__half>() +
+         count_float_exps_kernels<__nv_bfloat16>();
 }
 
 }  // namespace rowsoftmax::detail
