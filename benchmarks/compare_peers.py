@@ -13,7 +13,8 @@ percentage of the device-to-device copy bandwidth measured in the same run. Ever
 carries its normwise error against float64 (first rows of the tensor), so a fast wrong answer
 cannot hide.
 Writes compare.csv, compare.json, compare_forward.png and compare_backward.png to --out.
---impls, --shapes (a regular expression on the label), --dtypes and --directions time a subset;
+--impls, --shapes (a regular expression on the label), --dtypes and --directions time a subset
+(not with --fused);
 --runs K measures each point K times, the implementations in another order each time, and
 reports the median (rowsoftmax against quack at their closest shapes, say:
 --impls rowsoftmax,quack --shapes 'x(1000|1024|2048|32000|131072)$' --runs 3).
@@ -302,7 +303,7 @@ def main():
                 if direction not in directions:
                     continue
                 names, times, errs = list(impls), {}, {}
-                for run in range(args.runs):
+                for _ in range(args.runs):
                     # Each point and run starts with another implementation, so that none is
                     # always first on a new shape.
                     first = point % len(names)

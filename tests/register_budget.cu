@@ -12,15 +12,18 @@
 
 namespace rowsoftmax::detail {
 
-/// The streaming and split kernels of `Op` at vector width `V` (referencing them compiles them).
+/// How many of the kernels named are non-null (referencing them compiles them).
+template <class... Kernels>
+int count_referenced(Kernels... kernels) {
+  return ((kernels != nullptr ? 1 : 0) + ...);
+}
+
+/// The streaming and split kernels of `Op` at vector width `V`.
 template <class Op, int V>
 int count_row_loop_kernels() {
-  void const* k[] = {reinterpret_cast<void const*>(kernel_ptr<Op, V, configs::streaming_one_cta>()),
-                     reinterpret_cast<void const*>(kernel_ptr<Op, V, configs::streaming_cluster>()),
-                     reinterpret_cast<void const*>(kernel_ptr<Op, V, configs::split>())};
-  int n = 0;
-  for (void const* p : k) n += p != nullptr;
-  return n;
+  return count_referenced(kernel_ptr<Op, V, configs::streaming_one_cta>(),
+                          kernel_ptr<Op, V, configs::streaming_cluster>(),
+                          kernel_ptr<Op, V, configs::split>());
 }
 
 template <class T>
@@ -55,16 +58,12 @@ static_assert(std::is_same_v<resident_op_t<backward_op<__half>, configs::one_cta
 template <class T>
 int count_float_exps_kernels() {
   constexpr int V = 16 / sizeof(T);
-  void const* k[] = {
-      reinterpret_cast<void const*>(kernel_ptr<forward_op<T>, V, configs::one_cta_of(16, 128)>()),
-      reinterpret_cast<void const*>(kernel_ptr<forward_op<T>, V, configs::one_cta_of(16, 144)>()),
-      reinterpret_cast<void const*>(kernel_ptr<forward_op<T>, V, configs::one_cta_of(32, 144)>()),
-      reinterpret_cast<void const*>(kernel_ptr<forward_op<T>, V, configs::one_cta_of(64, 144)>()),
-      reinterpret_cast<void const*>(kernel_ptr<forward_op<T>, V, configs::one_cta_of(128, 144)>()),
-      reinterpret_cast<void const*>(kernel_ptr<forward_op<T>, V, configs::widest_one_cta>())};
-  int n = 0;
-  for (void const* p : k) n += p != nullptr;
-  return n;
+  return count_referenced(kernel_ptr<forward_op<T>, V, configs::one_cta_of(16, 128)>(),
+                          kernel_ptr<forward_op<T>, V, configs::one_cta_of(16, 144)>(),
+                          kernel_ptr<forward_op<T>, V, configs::one_cta_of(32, 144)>(),
+                          kernel_ptr<forward_op<T>, V, configs::one_cta_of(64, 144)>(),
+                          kernel_ptr<forward_op<T>, V, configs::one_cta_of(128, 144)>(),
+                          kernel_ptr<forward_op<T>, V, configs::widest_one_cta>());
 }
 
 int register_budget_kernels() {

@@ -385,13 +385,17 @@ ROWSOFTMAX_HOST_DEVICE constexpr bool keeps_last_tile(kernel_config const& c, in
 /// spilled) and for threads of several short rows (each row's addresses and head beside its
 /// data). Staged CTAs hold their row data in shared memory instead: as many as an SM's shared
 /// memory holds (device_limits' default, that of Hopper), and a register bound to match.
-constexpr int ctas_per_sm(kernel_config const& c, int tensors, std::size_t elem_size) noexcept {
+/// `floats_kept`: 16-bit elements held as floats (an op's `floats_kept`, see
+/// float_exps_forward_op), twice their packed registers, with the plain slack.
+constexpr int ctas_per_sm(kernel_config const& c, int tensors, std::size_t elem_size,
+                          bool floats_kept = false) noexcept {
   if (stages(c))
     return static_cast<int>(device_limits{}.shared_bytes_per_sm /
                             (staging_bytes(c) + cta_smem_reserve));
   const bool packed_tile = tensors == 1 && elem_size == 2 && keeps_last_tile(c, tensors, elem_size);
-  const int data = c.bytes / 4 * (packed_tile || c.rows_per_thread > 1 ? 2 : 1) * tensors;
-  const int slack = tensors == 1 && elem_size == 2 && c.bytes == 80
+  const int data =
+      c.bytes / 4 * (packed_tile || floats_kept || c.rows_per_thread > 1 ? 2 : 1) * tensors;
+  const int slack = tensors == 1 && elem_size == 2 && c.bytes == 80 && !floats_kept
                         ? register_slack_16bit_forward_80B
                         : register_slack;
   const int bound = sm_registers / (c.threads_per_cta * (data + slack));

@@ -192,8 +192,8 @@ struct forward_op {
 /// forward_op for 16-bit rows held by one CTA in registers (the dispatcher's choice, see
 /// resident_op): fold keeps each exp(x - thread max) as a float until the store, as fp32 slots
 /// do, so an element takes one exp instead of two, at twice the registers of the packed slots
-/// (kernel_shape counts them: `floats_kept`). The rows it runs are instruction-bound packed
-/// (tuning log, one-CTA register rows).
+/// (the register bound counts them: `floats_kept`, see ctas_per_sm). The rows it runs are
+/// instruction-bound packed (tuning log, one-CTA register rows).
 template <class T>
 struct float_exps_forward_op : forward_op<T> {
   using base = forward_op<T>;
@@ -201,26 +201,12 @@ struct float_exps_forward_op : forward_op<T> {
   static constexpr bool keeps_exp = true;
   static constexpr bool floats_kept = true;
 
+  /// forward_op's fragment (x as loaded and the thread's max, filled by forward_op's issue,
+  /// finish and load), with the exps fold keeps.
   template <int V, int N>
-  struct fragment {
-    vec_t<T, V> v[N];  // x as loaded, until fold
-    float e[N * V];    // exp(x - m) from fold
-    float m;           // max over this thread's slots (-inf if none is valid), set by finish
+  struct fragment : base::template fragment<V, N> {
+    float e[N * V];  // exp(x - m) from fold
   };
-
-  template <int V, int N, class Hint = no_hint>
-  __device__ static void issue(args const& a, row_window const& w, fragment<V, N>& f,
-                               Hint hint = {}) {
-    load_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
-  }
-  template <int V, int N, class Hint = no_hint>
-  __device__ static void finish(args const& a, row_window const& w, fragment<V, N>& f,
-                                Hint hint = {}) {
-    finish_windows(a.x + w.row * a.x_stride, w, from_float<T>(neg_inf), f.v, hint);
-    f.m = neg_inf;
-#pragma unroll
-    for (int k = 0; k < N; ++k) f.m = fmaxf(f.m, f.v[k].max());
-  }
 
   template <int V, int N>
   __device__ static partial fold(fragment<V, N>& f) {

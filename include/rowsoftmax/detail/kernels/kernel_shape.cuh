@@ -25,10 +25,6 @@ inline constexpr bool floats_kept_v = false;
 template <class Op>
 inline constexpr bool floats_kept_v<Op, std::void_t<decltype(Op::floats_kept)>> = Op::floats_kept;
 
-constexpr int max_int(int a, int b) {
-  return a > b ? a : b;
-}
-
 /// The shape of configuration `Config`'s kernel for `Op` at vector width `V`.
 template <class Op, int V, int Config>
 struct kernel_shape {
@@ -50,13 +46,11 @@ struct kernel_shape {
   // runs are set by the data, not by a compiler that keeps every exp of a thread in flight
   // (tuning log, general lessons). Rows of two input tensors of at most a warp are left
   // unbounded: they run faster so, at fewer CTAs an SM.
-  // Ops that keep 16-bit elements' exps as floats (floats_kept) hold twice the row data.
   static constexpr bool unbounded = Op::inputs == 2 && threads_per_row <= 32;
   static constexpr int min_ctas_per_sm =
-      unbounded ? 1
-      : floats_kept_v<Op>
-          ? max_int(1, sm_registers / (threads_per_cta * (config.bytes / 2 + register_slack)))
-          : ctas_per_sm(config, Op::inputs, sizeof(typename Op::value_type));
+      unbounded
+          ? 1
+          : ctas_per_sm(config, Op::inputs, sizeof(typename Op::value_type), floats_kept_v<Op>);
 };
 
 }  // namespace rowsoftmax::detail
