@@ -1485,12 +1485,13 @@ int fuzz_main(int argc, char** argv) {
   std::printf("failed calls: %lld\n", static_cast<long long>(failures));
   // A failed call outranks coverage; coverage short of the reachable set alone says the budget
   // was too short for it, not that a result was wrong.
-  const char* verdict = failures > 0       ? "FAILED"
-                        : !missing.empty() ? "INCOMPLETE (no call failed; a longer --seconds "
-                                             "reaches the missing configurations)"
-                                           : "PASSED";
+  const int status = failures > 0 ? 1 : !missing.empty() ? 3 : 0;
+  const char* verdict = status == 1   ? "FAILED"
+                        : status == 3 ? "INCOMPLETE (no call failed; a longer --seconds reaches "
+                                        "the missing configurations)"
+                                      : "PASSED";
   std::printf("%s (seed %llu)\n", verdict, static_cast<unsigned long long>(seed));
-  return failures > 0 ? 1 : missing.empty() ? 0 : 3;
+  return status;
 }
 
 }  // namespace

@@ -30,9 +30,9 @@ template <class T>
 int count_kernels_of() {
   constexpr int V = 16 / sizeof(T);
   // The hinted split kernels: backward and 16-bit forward (has_kernel).
-  int hinted = kernel_ptr<backward_op<T>, V, configs::split_hinted>() != nullptr ? 1 : 0;
+  int hinted = count_referenced(kernel_ptr<backward_op<T>, V, configs::split_hinted>());
   if constexpr (has_kernel(configs::split_hinted, direction::forward, V, sizeof(T)))
-    hinted += kernel_ptr<forward_op<T>, V, configs::split_hinted>() != nullptr ? 1 : 0;
+    hinted += count_referenced(kernel_ptr<forward_op<T>, V, configs::split_hinted>());
   return count_row_loop_kernels<forward_op<T>, V>() + count_row_loop_kernels<forward_op<T>, 1>() +
          count_row_loop_kernels<backward_op<T>, V>() + count_row_loop_kernels<backward_op<T>, 1>() +
          hinted;
