@@ -11,7 +11,7 @@ memory as in training loops; each point starts with another implementation), as 
 bytes a softmax must move (forward 2*rows*cols*size, backward 3*rows*cols*size), and as a
 percentage of the device-to-device copy bandwidth measured in the same run. Every result
 carries its normwise error against float64 (first rows of the tensor), so a fast wrong answer
-cannot hide.
+cannot hide; a wrong one (answers.py) is marked and never counts as the fastest peer.
 Writes compare.csv, compare.json, compare_forward.png and compare_backward.png to --out.
 --impls, --shapes (a regular expression on the label), --dtypes and --directions time a subset
 (not with --fused);
@@ -44,6 +44,8 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
+
+from answers import is_right
 
 # --------------------------------------------------------------------------- Triton peer
 
@@ -333,14 +335,15 @@ def main():
                     results.append(dict(direction=direction, dtype=NAMES[dtype], shape=label,
                                         rows=rows, cols=shape[-1], impl=name, us=ms * 1e3,
                                         tbps=tbps, pct_copy=100 * tbps / copy, rel_err=errs[name],
+                                        right=is_right(NAMES[dtype], errs[name]),
                                         runs=len(times[name])))
             del x, dy, y
             torch.cuda.empty_cache()
 
-    # Ratio of rowsoftmax to the best peer, per shape.
+    # Ratio of rowsoftmax to the best peer whose answer is right (answers.py), per shape.
     best = {}
     for r in results:
-        if r["impl"] != "rowsoftmax":
+        if r["impl"] != "rowsoftmax" and r["right"]:
             k = (r["direction"], r["dtype"], r["shape"])
             best[k] = max(best.get(k, 0.0), r["tbps"])
     for r in results:
@@ -365,7 +368,7 @@ def main():
 def print_table(results, names, copy):
     names = list(names)
     print(f"\nTB/s (and rel. error vs float64) per implementation; copy {copy:.3f} TB/s; "
-          "last column: rowsoftmax / best peer")
+          "last column: rowsoftmax / best peer; !: a wrong answer (answers.py), no peer")
     head = f"{'dir':4} {'dtype':5} {'shape':20}" + "".join(f" {n[:13]:>21}" for n in names) + "   ratio"
     print(head)
     keys = []
@@ -376,7 +379,8 @@ def print_table(results, names, copy):
     for k in keys:
         row = {r["impl"]: r for r in results if (r["direction"], r["dtype"], r["shape"]) == k}
         cells = "".join(
-            f" {row[n]['tbps']:6.3f} ({row[n]['rel_err']:8.1e}) " if n in row else f" {'-':>21}" for n in names)
+            f" {row[n]['tbps']:6.3f} ({row[n]['rel_err']:8.1e}){' ' if row[n]['right'] else '!'}"
+            if n in row else f" {'-':>21}" for n in names)
         ratio = row["rowsoftmax"]["vs_best_peer"] if "rowsoftmax" in row else float("nan")
         print(f"{k[0][:4]:4} {k[1]:5} {k[2]:20}{cells} {ratio:6.2f}")
 
@@ -527,11 +531,12 @@ def run_fused(args, out_dir, copy, dev):
             tbps = nbytes / (ms * 1e-3) / 1e12
             results.append(dict(direction="forward", dtype=NAMES[dtype], shape=label, case=case,
                                 rows=rows, cols=shape[-1], impl=name, us=ms * 1e3, tbps=tbps,
-                                pct_copy=100 * tbps / copy, rel_err=err, same_inf=same_inf))
+                                pct_copy=100 * tbps / copy, rel_err=err, same_inf=same_inf,
+                                right=is_right(NAMES[dtype], err, same_inf)))
         del x, calls, expr, ref
         torch.cuda.empty_cache()
     for r in results:
-        peer = max((q["tbps"] for q in results if q["impl"] != "rowsoftmax" and
+        peer = max((q["tbps"] for q in results if q["impl"] != "rowsoftmax" and q["right"] and
                     (q["shape"], q["dtype"]) == (r["shape"], r["dtype"])), default=0.0)
         r["vs_best_peer"] = r["tbps"] / peer if peer else float("nan")
     meta = dict(device=dev, copy_tbps=copy, torch=torch.__version__, triton=triton.__version__,

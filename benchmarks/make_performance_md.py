@@ -27,6 +27,8 @@ import sys
 from collections import OrderedDict
 from pathlib import Path
 
+from answers import is_right
+
 ROOT = Path(__file__).resolve().parents[1]
 ELEMS = 1 << 27  # the benchmark's launches: rows * cols = 2^27 elements
 LONG = 1 << 20  # rows of 2^20 columns and more: at least 8 rows
@@ -336,15 +338,21 @@ def read_compare(results):
         return meta, list(csv.DictReader(f))
 
 
+def right(r):
+    """Whether row `r`'s answer is right (answers.py; files written before it carry no field)."""
+    return is_right(r["dtype"], r["rel_err"], r.get("same_inf", ""))
+
+
 def peer_points(rows):
-    """{(shape, direction, dtype): (rowsoftmax row, best peer row)}, shapes in file order."""
+    """{(shape, direction, dtype): (rowsoftmax row, best peer row)}, shapes in file order; a
+    peer whose answer is wrong is never the best."""
     points = OrderedDict()
     for r in rows:
         k = (r["shape"], r["direction"], r["dtype"])
         mine, best = points.get(k, (None, None))
         if r["impl"] == "rowsoftmax":
             mine = r
-        elif best is None or float(r["tbps"]) > float(best["tbps"]):
+        elif right(r) and (best is None or float(r["tbps"]) > float(best["tbps"])):
             best = r
         points[k] = (mine, best)
     return points
@@ -353,6 +361,8 @@ def peer_points(rows):
 def peer_cell(mine, best, shape):
     if not mine:
         return ""
+    if not right(mine):
+        return f"wrong (error {float(mine['rel_err']):.1e})"
     value = (f"{float(mine['us']):.1f} us" if shape.startswith("decode")
              else f"{float(mine['pct_copy']):.1f}%")
     if not best:
@@ -368,7 +378,8 @@ def section_peers(out, meta, rows):
     table = [[s] + [peer_cell(*points.get((s, d, t), (None, None)), s) for d, t in COLUMNS]
              for s in shapes]
     ratios = [(float(m["tbps"]) / float(b["tbps"]), b["impl"]) for m, b in points.values()
-              if m and b]
+              if m and b and right(m)]
+    wrong = [r for r in rows if r["impl"] != "rowsoftmax" and not right(r)]
     at_or_above = sum(1 for q, _ in ratios if q >= 1.0)
     below = sorted(q for q, _ in ratios if q < 1.0)
     by_peer = OrderedDict()
@@ -383,6 +394,8 @@ def section_peers(out, meta, rows):
                "torch.compile, a Triton kernel and quack in one process, calls back to back. "
                "Cells: rowsoftmax's % of that copy (decode rows: microseconds a call, host "
                "overhead included), then its speed over the fastest peer's, and which peer. "
+               "A peer's answer counts only where it is right (normwise error against float64 "
+               "finite and within 16 units of the type's rounding: `benchmarks/answers.py`). "
                "Every implementation's error against float64 is in "
                "`benchmarks/results/compare_table.txt`; plots: "
                "`benchmarks/results/compare_forward.png`, `compare_backward.png`.\n")
@@ -394,6 +407,10 @@ def section_peers(out, meta, rows):
             peers = ", ".join(f"{n} against {p}" for p, n in by_peer.items())
             text += f"; below it on {len(below)} ({peers}), the lowest ratio {below[0]:.2f}"
         out.append(text + ".\n")
+    if wrong:
+        out.append("Wrong answers, not counted: " + "; ".join(
+            f"{r['impl']} {r['direction']} {r['dtype']} {r['shape']} (error "
+            f"{float(r['rel_err']):.1e})" for r in wrong) + ".\n")
 
 
 def section_fused_peers(out, results):
@@ -416,10 +433,14 @@ def section_fused_peers(out, results):
         mine = got.get("rowsoftmax")
         if not mine:
             continue
+        if not right(mine):
+            table.append([shape, dtype, f"wrong (error {float(mine['rel_err']):.1e})", "", "", ""])
+            continue
         cells = [shape, dtype, f"{float(mine['pct_copy']):.1f}%", f"{float(mine['us']):.1f}"]
         for peer in ("torch eager", "torch.compile"):
             p = got.get(peer)
-            cells.append(f"{float(mine['tbps']) / float(p['tbps']):.2f}×" if p else "-")
+            cells.append("-" if not p else f"{float(mine['tbps']) / float(p['tbps']):.2f}×"
+                         if right(p) else "wrong")
         table.append(cells)
     info = ", ".join(f"{k} {meta[k]}" for k in ("device", "date", "commit", "torch") if k in meta)
     out.append("## Fused calls against the torch expressions they replace\n")
