@@ -14,10 +14,10 @@ ROUNDOFF = {"bf16": 2.0 ** -8, "fp16": 2.0 ** -11, "fp32": 2.0 ** -24}
 ULPS = 16
 
 
-def is_right(dtype: str, rel_err, same_inf=True) -> bool:
-    """`rel_err` and `same_inf` as compare_peers.py records them (numbers, or their text in a
-    CSV file: 'nan', 'True', 'False'); a missing `same_inf` ('' or None) counts as True."""
-    err = float(rel_err)
-    if isinstance(same_inf, str):
-        same_inf = same_inf != "False"
-    return bool(same_inf is not False) and math.isfinite(err) and err <= ULPS * ROUNDOFF[dtype]
+def is_right(row) -> bool:
+    """Whether a result row of compare_peers.py (its dict, or its CSV row as text) holds a right
+    answer, from its `dtype`, `rel_err` and, where the run records it, `same_inf`."""
+    if row.get("same_inf") in (False, "False"):
+        return False
+    err = float(row["rel_err"])
+    return math.isfinite(err) and err <= ULPS * ROUNDOFF[row["dtype"]]

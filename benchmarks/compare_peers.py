@@ -335,7 +335,6 @@ def main():
                     results.append(dict(direction=direction, dtype=NAMES[dtype], shape=label,
                                         rows=rows, cols=shape[-1], impl=name, us=ms * 1e3,
                                         tbps=tbps, pct_copy=100 * tbps / copy, rel_err=errs[name],
-                                        right=is_right(NAMES[dtype], errs[name]),
                                         runs=len(times[name])))
             del x, dy, y
             torch.cuda.empty_cache()
@@ -343,7 +342,7 @@ def main():
     # Ratio of rowsoftmax to the best peer whose answer is right (answers.py), per shape.
     best = {}
     for r in results:
-        if r["impl"] != "rowsoftmax" and r["right"]:
+        if r["impl"] != "rowsoftmax" and is_right(r):
             k = (r["direction"], r["dtype"], r["shape"])
             best[k] = max(best.get(k, 0.0), r["tbps"])
     for r in results:
@@ -379,7 +378,7 @@ def print_table(results, names, copy):
     for k in keys:
         row = {r["impl"]: r for r in results if (r["direction"], r["dtype"], r["shape"]) == k}
         cells = "".join(
-            f" {row[n]['tbps']:6.3f} ({row[n]['rel_err']:8.1e}){' ' if row[n]['right'] else '!'}"
+            f" {row[n]['tbps']:6.3f} ({row[n]['rel_err']:8.1e}){' ' if is_right(row[n]) else '!'}"
             if n in row else f" {'-':>21}" for n in names)
         ratio = row["rowsoftmax"]["vs_best_peer"] if "rowsoftmax" in row else float("nan")
         print(f"{k[0][:4]:4} {k[1]:5} {k[2]:20}{cells} {ratio:6.2f}")
@@ -531,12 +530,11 @@ def run_fused(args, out_dir, copy, dev):
             tbps = nbytes / (ms * 1e-3) / 1e12
             results.append(dict(direction="forward", dtype=NAMES[dtype], shape=label, case=case,
                                 rows=rows, cols=shape[-1], impl=name, us=ms * 1e3, tbps=tbps,
-                                pct_copy=100 * tbps / copy, rel_err=err, same_inf=same_inf,
-                                right=is_right(NAMES[dtype], err, same_inf)))
+                                pct_copy=100 * tbps / copy, rel_err=err, same_inf=same_inf))
         del x, calls, expr, ref
         torch.cuda.empty_cache()
     for r in results:
-        peer = max((q["tbps"] for q in results if q["impl"] != "rowsoftmax" and q["right"] and
+        peer = max((q["tbps"] for q in results if q["impl"] != "rowsoftmax" and is_right(q) and
                     (q["shape"], q["dtype"]) == (r["shape"], r["dtype"])), default=0.0)
         r["vs_best_peer"] = r["tbps"] / peer if peer else float("nan")
     meta = dict(device=dev, copy_tbps=copy, torch=torch.__version__, triton=triton.__version__,

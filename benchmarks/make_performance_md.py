@@ -338,9 +338,9 @@ def read_compare(results):
         return meta, list(csv.DictReader(f))
 
 
-def right(r):
-    """Whether row `r`'s answer is right (answers.py; files written before it carry no field)."""
-    return is_right(r["dtype"], r["rel_err"], r.get("same_inf", ""))
+def error_of(r):
+    """Row `r`'s error against float64, as the tables print it."""
+    return f"error {float(r['rel_err']):.1e}"
 
 
 def peer_points(rows):
@@ -352,7 +352,7 @@ def peer_points(rows):
         mine, best = points.get(k, (None, None))
         if r["impl"] == "rowsoftmax":
             mine = r
-        elif right(r) and (best is None or float(r["tbps"]) > float(best["tbps"])):
+        elif is_right(r) and (best is None or float(r["tbps"]) > float(best["tbps"])):
             best = r
         points[k] = (mine, best)
     return points
@@ -361,8 +361,8 @@ def peer_points(rows):
 def peer_cell(mine, best, shape):
     if not mine:
         return ""
-    if not right(mine):
-        return f"wrong (error {float(mine['rel_err']):.1e})"
+    if not is_right(mine):
+        return f"wrong ({error_of(mine)})"
     value = (f"{float(mine['us']):.1f} us" if shape.startswith("decode")
              else f"{float(mine['pct_copy']):.1f}%")
     if not best:
@@ -378,8 +378,8 @@ def section_peers(out, meta, rows):
     table = [[s] + [peer_cell(*points.get((s, d, t), (None, None)), s) for d, t in COLUMNS]
              for s in shapes]
     ratios = [(float(m["tbps"]) / float(b["tbps"]), b["impl"]) for m, b in points.values()
-              if m and b and right(m)]
-    wrong = [r for r in rows if r["impl"] != "rowsoftmax" and not right(r)]
+              if m and b and is_right(m)]
+    wrong = [r for r in rows if r["impl"] != "rowsoftmax" and not is_right(r)]
     at_or_above = sum(1 for q, _ in ratios if q >= 1.0)
     below = sorted(q for q, _ in ratios if q < 1.0)
     by_peer = OrderedDict()
@@ -409,8 +409,8 @@ def section_peers(out, meta, rows):
         out.append(text + ".\n")
     if wrong:
         out.append("Wrong answers, not counted: " + "; ".join(
-            f"{r['impl']} {r['direction']} {r['dtype']} {r['shape']} (error "
-            f"{float(r['rel_err']):.1e})" for r in wrong) + ".\n")
+            f"{r['impl']} {r['direction']} {r['dtype']} {r['shape']} ({error_of(r)})"
+            for r in wrong) + ".\n")
 
 
 def section_fused_peers(out, results):
@@ -433,14 +433,14 @@ def section_fused_peers(out, results):
         mine = got.get("rowsoftmax")
         if not mine:
             continue
-        if not right(mine):
-            table.append([shape, dtype, f"wrong (error {float(mine['rel_err']):.1e})", "", "", ""])
+        if not is_right(mine):
+            table.append([shape, dtype, f"wrong ({error_of(mine)})", "", "", ""])
             continue
         cells = [shape, dtype, f"{float(mine['pct_copy']):.1f}%", f"{float(mine['us']):.1f}"]
         for peer in ("torch eager", "torch.compile"):
             p = got.get(peer)
             cells.append("-" if not p else f"{float(mine['tbps']) / float(p['tbps']):.2f}×"
-                         if right(p) else "wrong")
+                         if is_right(p) else "wrong")
         table.append(cells)
     info = ", ".join(f"{k} {meta[k]}" for k in ("device", "date", "commit", "torch") if k in meta)
     out.append("## Fused calls against the torch expressions they replace\n")
