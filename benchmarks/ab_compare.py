@@ -3,10 +3,12 @@
 """Compares benchmark summaries of two builds run alternately in one session (A1 B1 A2 B2 ...).
 
     python3 benchmarks/ab_compare.py --a A1.txt A2.txt --b B1.txt B2.txt [--metric b2b%|%copy]
+        [--noise POINTS]
 
 Each file is the `summary` part of rowsoftmax_bench's output. Rows are matched by direction,
 dtype, cols, rows and whether the plan was forced. The noise is the spread between the runs of
-the same build (the largest |A1 - A2| or |B1 - B2| over all rows); a row whose mean difference
+the same build (the largest |A1 - A2| or |B1 - B2| over all rows), or --noise where each build
+ran once (the noise of another comparison in the same session); a row whose mean difference
 B - A exceeds that noise is flagged. Prints one line a row, then the noise and the counts.
 """
 import argparse
@@ -45,6 +47,8 @@ def main():
     ap.add_argument("--a", nargs="+", required=True, help="summaries of build A")
     ap.add_argument("--b", nargs="+", required=True, help="summaries of build B")
     ap.add_argument("--metric", default="%copy", choices=["%copy", "b2b%"])
+    ap.add_argument("--noise", type=float,
+                    help="points; the noise measured elsewhere, for builds run once each")
     args = ap.parse_args()
     a_runs = [read_summary(p) for p in args.a]
     b_runs = [read_summary(p) for p in args.b]
@@ -58,6 +62,10 @@ def main():
             vals = [r[k][m] for r in runs]
             if all(v == v for v in vals):
                 noise = max(noise, max(vals) - min(vals))
+    if args.noise is not None:
+        noise = args.noise
+    elif len(a_runs) < 2 and len(b_runs) < 2:
+        sys.exit("one run of each build measures no noise: give --noise")
     flagged = slower = 0
     plans_differ = 0
     print(f"{'direction':9} {'dtype':5} {'cols':>9} {'rows':>8}  {'A':>14}  {'B':>14}  {'B-A':>6}")
@@ -76,7 +84,8 @@ def main():
         fmt = lambda v: "/".join(f"{x:.1f}" for x in v)
         name = f"{k[0]:9} {k[1]:5} {k[2]:>9} {k[3]:>8}" + "".join(" " + t for t in k[4])
         print(f"{name}  {fmt(av):>14}  {fmt(bv):>14}  {d:+6.2f}{mark}")
-    print(f"\n{len(keys)} rows, metric {m}; noise (largest spread between runs of one build): "
+    said = "given" if args.noise is not None else "largest spread between runs of one build"
+    print(f"\n{len(keys)} rows, metric {m}; noise ({said}): "
           f"{noise:.2f} points; beyond it: {flagged} ({slower} slower in B); "
           f"plans differ: {plans_differ}")
 
