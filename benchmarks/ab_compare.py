@@ -9,7 +9,10 @@ Each file is the `summary` part of rowsoftmax_bench's output. Rows are matched b
 dtype, cols, rows and whether the plan was forced. The noise is the spread between the runs of
 the same build (the largest |A1 - A2| or |B1 - B2| over all rows), or --noise where each build
 ran once (the noise of another comparison in the same session); a row whose mean difference
-B - A exceeds that noise is flagged. Prints one line a row, then the noise and the counts.
+B - A exceeds that noise is flagged. Prints one line a row, then the noise and the counts, and
+each run's copy bandwidth: a row's percentage is against its own run's copy, so where the copies
+of A's and B's runs differ, every row moves by as much (b2b%, against the back-to-back copy,
+moved less in the runs on record; tuning log, how to measure).
 """
 import argparse
 import re
@@ -40,6 +43,13 @@ def read_summary(path):
             # Several forced rows may share a key: keep the first.
             rows.setdefault(key, {"%copy": pct, "b2b%": b2b, "plan": plan})
     return rows
+
+
+def copies(path):
+    """The run's copy bandwidths (synchronized, back to back) from its summary's first line."""
+    with open(path) as f:
+        m = re.search(r"copy ([0-9.]+) TB/s synchronized, ([0-9.]+) TB/s back to back", f.readline())
+    return f"{m.group(1)}/{m.group(2)}" if m else "?"
 
 
 def main():
@@ -88,6 +98,8 @@ def main():
     print(f"\n{len(keys)} rows, metric {m}; noise ({said}): "
           f"{noise:.2f} points; beyond it: {flagged} ({slower} slower in B); "
           f"plans differ: {plans_differ}")
+    print("copy TB/s (synchronized/back to back): A " + ", ".join(copies(p) for p in args.a) +
+          "; B " + ", ".join(copies(p) for p in args.b))
 
 
 if __name__ == "__main__":
