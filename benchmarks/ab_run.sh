@@ -43,4 +43,4 @@ done
 python3 "$(dirname "$0")/ab_compare.py" --a "$OUT"/summary_a*.txt --b "$OUT"/summary_b*.txt \
   > "$OUT/ab_compare.txt"
 grep -E "beyond noise|plans differ" "$OUT/ab_compare.txt" | head -40
-tail -1 "$OUT/ab_compare.txt"
+tail -2 "$OUT/ab_compare.txt"  # the counts, and each run's copies
