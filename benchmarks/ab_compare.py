@@ -48,7 +48,8 @@ def read_summary(path):
 def copies(path):
     """The run's copy bandwidths (synchronized, back to back) from its summary's first line."""
     with open(path) as f:
-        m = re.search(r"copy ([0-9.]+) TB/s synchronized, ([0-9.]+) TB/s back to back", f.readline())
+        m = re.search(r"copy ([0-9.]+) TB/s synchronized, ([0-9.]+) TB/s back to back",
+                      f.readline())
     return f"{m.group(1)}/{m.group(2)}" if m else "?"
 
 
