@@ -21,15 +21,22 @@ import sys
 
 
 def read_summary(path):
+    """The summary's rows by key, and its run's copy bandwidths ("synchronized/back to back")."""
     rows = {}
     header = None
+    copy = "?"
     with open(path) as f:
         for line in f:
             line = line.rstrip("\n")
+            if line.startswith("summary"):
+                m = re.search(r"copy ([0-9.]+) TB/s synchronized, ([0-9.]+) TB/s back to back",
+                              line)
+                copy = f"{m.group(1)}/{m.group(2)}" if m else copy
+                continue
             if line.startswith("direction"):
                 header = line.split()
                 continue
-            if header is None or not line.strip() or line.startswith("summary"):
+            if header is None or not line.strip():
                 continue
             parts = line.split()
             if len(parts) < 9 or parts[0] not in ("forward", "backward"):
@@ -42,15 +49,7 @@ def read_summary(path):
             plan = re.sub(r"\s*\[\w+\]", "", " ".join(parts[9:]))
             # Several forced rows may share a key: keep the first.
             rows.setdefault(key, {"%copy": pct, "b2b%": b2b, "plan": plan})
-    return rows
-
-
-def copies(path):
-    """The run's copy bandwidths (synchronized, back to back) from its summary's first line."""
-    with open(path) as f:
-        m = re.search(r"copy ([0-9.]+) TB/s synchronized, ([0-9.]+) TB/s back to back",
-                      f.readline())
-    return f"{m.group(1)}/{m.group(2)}" if m else "?"
+    return rows, copy
 
 
 def main():
@@ -61,22 +60,23 @@ def main():
     ap.add_argument("--noise", type=float,
                     help="points; the noise measured elsewhere, for builds run once each")
     args = ap.parse_args()
-    a_runs = [read_summary(p) for p in args.a]
-    b_runs = [read_summary(p) for p in args.b]
+    a_runs, a_copies = zip(*(read_summary(p) for p in args.a))
+    b_runs, b_copies = zip(*(read_summary(p) for p in args.b))
     keys = sorted(set.intersection(*(set(r) for r in a_runs + b_runs)))
     if not keys:
         sys.exit("no rows common to every summary")
     m = args.metric
-    noise = 0.0
-    for runs in (a_runs, b_runs):
-        for k in keys:
-            vals = [r[k][m] for r in runs]
-            if all(v == v for v in vals):
-                noise = max(noise, max(vals) - min(vals))
     if args.noise is not None:
         noise = args.noise
     elif len(a_runs) < 2 and len(b_runs) < 2:
         sys.exit("one run of each build measures no noise: give --noise")
+    else:
+        noise = 0.0
+        for runs in (a_runs, b_runs):
+            for k in keys:
+                vals = [r[k][m] for r in runs]
+                if all(v == v for v in vals):
+                    noise = max(noise, max(vals) - min(vals))
     flagged = slower = 0
     plans_differ = 0
     print(f"{'direction':9} {'dtype':5} {'cols':>9} {'rows':>8}  {'A':>14}  {'B':>14}  {'B-A':>6}")
@@ -99,8 +99,8 @@ def main():
     print(f"\n{len(keys)} rows, metric {m}; noise ({said}): "
           f"{noise:.2f} points; beyond it: {flagged} ({slower} slower in B); "
           f"plans differ: {plans_differ}")
-    print("copy TB/s (synchronized/back to back): A " + ", ".join(copies(p) for p in args.a) +
-          "; B " + ", ".join(copies(p) for p in args.b))
+    print("copy TB/s (synchronized/back to back): A " + ", ".join(a_copies) +
+          "; B " + ", ".join(b_copies))
 
 
 if __name__ == "__main__":
