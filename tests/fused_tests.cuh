@@ -1090,6 +1090,38 @@ TYPED_TEST_P(Fused, SanitizerSubset) {
   }
 }
 
+// Staged split rows whose kept ends change from row to row (a length a row: short, long, none,
+// past the columns): a group's CTAs take its rows in turn, so the slots a CTA fills with -inf for
+// one row held the last row's elements, and a slot filled by one thread and folded by another
+// read them (racecheck sees it; a plain run only now and then). Forced plans of one and two
+// groups of two and three CTAs, aligned and shifted rows; in compute-sanitizer's subset.
+TYPED_TEST_P(Fused, StagedSplitRowsWhoseSharesChange) {
+  using T = TypeParam;
+  constexpr int v = 16 / static_cast<int>(sizeof(T));
+  const int config = detail::configs::staged_split;
+  if (!detail::has_kernel(config, direction::forward, v, sizeof(T)))
+    GTEST_SKIP() << "staged rows are 16-bit forward rows";
+  constexpr std::int64_t cols = 20000;
+  for (std::size_t l : {0, 1}) {
+    const shape s = fused_layouts<T>(7, cols)[l];
+    const row_layout layout{v, s.in_offset % v != 0 || s.ins() % v != 0, false, true};
+    const std::int64_t windows = detail::row_windows(detail::kernel_configs[config], layout, cols);
+    for (std::int64_t groups : {1, 2})
+      for (std::int64_t ctas : {2, 3}) {
+        fused_launcher<T> forced;
+        forced.forced = detail::with_groups(
+            detail::make_plan(config, layout, s.rows, windows, sizeof(T)), groups, ctas);
+        ASSERT_TRUE(detail::plan_holds(*forced.forced)) << to_string(*forced.forced);
+        SCOPED_TRACE(to_string(*forced.forced));
+        for (std::int64_t i : {0, 1})
+          for (std::int64_t draw = 0; draw < 3; ++draw)
+            check_fused_forward<T>(s, masked_cases()[static_cast<std::size_t>(i)],
+                                   seed_of(groups * 8 + ctas, l * 8 + i, 90 + draw),
+                                   fill::random, forced);
+      }
+  }
+}
+
 // Other output types: y of Out from x of T (bf16/fp16 -> fp32, fp32 -> bf16), dx of T from dy and
 // y of Out, with softmax_options' features, through every tier; the FusedOut suite's parameter
 // is io<T, Out>.
@@ -1172,6 +1204,7 @@ REGISTER_TYPED_TEST_SUITE_P(Fused, EveryTierPlanned, MaskedEveryTierPlanned,
                             BoolMaskEveryConfiguration, BiasEveryTierPlanned, BiasSpecialValues,
                             BiasEveryConfiguration, GraphReadsRowScalesWhenItRuns,
                             GraphReadsLengthsWhenItRuns, RefusedOptionsWriteNothing,
-                            RefusedMasksWriteNothing, SanitizerSubset);
+                            RefusedMasksWriteNothing, SanitizerSubset,
+                            StagedSplitRowsWhoseSharesChange);
 
 }  // namespace rowsoftmax::test

@@ -117,17 +117,20 @@ struct staged_share {
     edges(staged);
   }
 
-  /// The slots the copies do not fill: those past the share's kept windows (a range of whole
-  /// slots of the CTA's threads) -inf, filled by its threads in turn; the ragged windows, at most
-  /// the share's first (where whole0 is 1) and the one after its whole kept ones (whole_kept,
-  /// where it is read), each read by the thread whose slot it is, so that no thread checks each
-  /// of its slots (tuning log, staged rows).
+  /// The slots the copies do not fill: those past the share's kept windows -inf; the ragged
+  /// windows, at most the share's first (where whole0 is 1) and the one after its whole kept ones
+  /// (whole_kept, where it is read), each read from the input, so that no thread checks each of
+  /// its slots (tuning log, staged rows). Every thread fills only its own slots, the ones it
+  /// folds: the staged split fills the next row's while that row's copies land, with no barrier
+  /// before the fold, and the slots held the last row's elements.
   __device__ void edges(uint4* staged) const {
     const int thread = static_cast<int>(threadIdx.x);
     vec neg;
 #pragma unroll
     for (int i = 0; i < vec::words; ++i) neg.w[i] = vec::fill_word(from_float<T>(neg_inf));
-    for (int i = max(read, 0) + thread; i < slots * threads; i += threads)
+    const int from = max(read, 0);  // the thread's first slot at or past it
+    for (int i = from + (thread - from % threads + threads) % threads; i < slots * threads;
+         i += threads)
       staged[i] = bits_as<uint4>(neg);
     if (thread == 0 && whole0 > 0 && read > 0)
       staged[0] = bits_as<uint4>(staged_edge<T, V>(input, kept, shift, first));
