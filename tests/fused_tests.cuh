@@ -1116,8 +1116,8 @@ TYPED_TEST_P(Fused, StagedSplitRowsWhoseSharesChange) {
         for (std::int64_t i : {0, 1})
           for (std::int64_t draw = 0; draw < 3; ++draw)
             check_fused_forward<T>(s, masked_cases()[static_cast<std::size_t>(i)],
-                                   seed_of(groups * 8 + ctas, l * 8 + i, 90 + draw),
-                                   fill::random, forced);
+                                   seed_of(groups * 8 + ctas, l * 8 + i, 90 + draw), fill::random,
+                                   forced);
       }
   }
 }

@@ -128,7 +128,8 @@ struct staged_share {
     vec neg;
 #pragma unroll
     for (int i = 0; i < vec::words; ++i) neg.w[i] = vec::fill_word(from_float<T>(neg_inf));
-    const int from = max(read, 0);  // the thread's first slot at or past it
+    const int from = max(read, 0);
+    // From the thread's first slot at or past `from`: slot i is thread i % threads's.
     for (int i = from + (thread - from % threads + threads) % threads; i < slots * threads;
          i += threads)
       staged[i] = bits_as<uint4>(neg);
